@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR BSD-3-Clause */
+/*
+ * viw host interface: the contract between the viw kernel driver and the
+ * rdma-core provider (libviw).
+ *
+ * viw is shaped like a hardware RNIC.  Every queue (SQ, RQ, SRQ, CQ) is a
+ * ring of fixed-size slots in memory that the kernel allocates and maps into
+ * the process.  A ring starts with a control block (struct viw_ring_ctrl)
+ * and its slots follow at VIW_RING_SLOTS_OFFSET.  Ownership of a slot moves
+ * between the two sides with the VALID bit of the slot's flags word, always
+ * written with release and read with acquire ordering.  Indices are
+ * free-running 32-bit counters; a ring holds a power-of-two number of slots
+ * and slot i lives at i & (slots - 1).
+ *
+ * Each user context also maps one doorbell page (struct viw_db_page).
+ *
+ * The kernel treats everything in these mappings as hostile input: it copies
+ * a WQE once before validating it, and never trusts an index it did not
+ * write itself.  docs/host-interface.md describes the protocol in full.
+ */
+#ifndef VIW_ABI_H
+#define VIW_ABI_H
+
+#include <linux/types.h>
+
+/* Reported as the uverbs ABI version and in the alloc_ucontext response. */
+#define VIW_ABI_VERSION 1
+
+/* Value of the ibdev sysfs attribute "hca_type" that identifies viw. */
+#define VIW_HCA_TYPE "viw"
+
+#define VIW_MAX_SGE 6
+#define VIW_MAX_INLINE (VIW_MAX_SGE * 16)
+
+/* Size of one ring's control block area; slots start right after it. */
+#define VIW_RING_SLOTS_OFFSET 256
+
+#define VIW_SQE_SIZE 128
+#define VIW_RQE_SIZE 128
+#define VIW_CQE_SIZE 32
+#define VIW_DB_PAGE_SIZE 4096
+
+/*
+ * Ring control block.  prod and cons sit in cache lines of their own
+ * because different sides write them.
+ *
+ * SQ, RQ, SRQ: the provider writes prod, the kernel writes cons (the first
+ * slot the kernel has not finished with) and kflags.
+ * CQ: the kernel writes prod and kflags, the provider writes cons and sets
+ * bits in arm with an atomic OR; the kernel clears arm with compare-and-swap
+ * when it signals a completion event.
+ */
+struct viw_ring_ctrl {
+	__u32 prod;
+	__u32 rsvd0[15];
+	__u32 cons;
+	__u32 rsvd1[15];
+	__u32 arm;		/* CQ only: enum viw_cq_arm bits */
+	__u32 kflags;		/* enum viw_ring_kflags, written by the kernel */
+	__u32 rsvd2[14];
+};
+
+enum viw_ring_kflags {
+	/*
+	 * The QP is in ERROR: every WQE posted from now on is flushed, and
+	 * only a doorbell makes the kernel do it, so the provider rings one
+	 * after each post while this is set.
+	 */
+	VIW_RING_KF_ERROR = 1 << 0,
+	/* CQ only: the kernel found no free slot and lost a completion. */
+	VIW_RING_KF_OVERFLOW = 1 << 1,
+};
+
+enum viw_cq_arm {
+	VIW_CQ_ARM_NEXT = 1 << 0,	/* notify on the next completion */
+	VIW_CQ_ARM_SOLICITED = 1 << 1,	/* notify on a solicited completion */
+};
+
+struct viw_sge {
+	__aligned_u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/* flags of struct viw_sqe and struct viw_rqe */
+enum viw_wqe_flags {
+	VIW_WQE_VALID = 1 << 0,
+	VIW_WQE_SIGNALED = 1 << 1,
+	VIW_WQE_SOLICITED = 1 << 2,
+	VIW_WQE_FENCE = 1 << 3,
+	VIW_WQE_INLINE = 1 << 4,	/* sge[] holds inline_len bytes of data */
+};
+
+enum viw_sq_opcode {
+	VIW_OP_SEND = 0,
+	VIW_OP_SEND_INV = 1,
+	VIW_OP_WRITE = 2,
+	VIW_OP_READ = 3,
+	VIW_OP_MAX = VIW_OP_READ,
+};
+
+/*
+ * Send queue element.  For VIW_WQE_INLINE the data (at most
+ * VIW_MAX_INLINE bytes) is stored in place of sge[] and inline_len gives
+ * its length; otherwise num_sge entries of sge[] are used.
+ */
+struct viw_sqe {
+	__aligned_u64 wr_id;
+	__u16 flags;		/* enum viw_wqe_flags */
+	__u8 opcode;		/* enum viw_sq_opcode */
+	__u8 num_sge;
+	__u32 inv_stag;		/* VIW_OP_SEND_INV: STag to invalidate */
+	__aligned_u64 raddr;	/* WRITE, READ: remote address */
+	__u32 rkey;		/* WRITE, READ: remote STag */
+	__u32 inline_len;
+	struct viw_sge sge[VIW_MAX_SGE];
+};
+
+/* Receive queue element, used by the RQ and the SRQ. */
+struct viw_rqe {
+	__aligned_u64 wr_id;
+	__u16 flags;		/* enum viw_wqe_flags: only VALID */
+	__u8 rsvd0;
+	__u8 num_sge;
+	__u32 rsvd1;
+	struct viw_sge sge[VIW_MAX_SGE];
+	__u32 rsvd2[4];
+};
+
+enum viw_cqe_flags {
+	VIW_CQE_VALID = 1 << 0,
+	VIW_CQE_INV = 1 << 1,		/* inv_stag holds an invalidated STag */
+	VIW_CQE_SOLICITED = 1 << 2,
+};
+
+enum viw_cqe_opcode {
+	VIW_CQE_OP_SEND = 0,
+	VIW_CQE_OP_WRITE = 1,
+	VIW_CQE_OP_READ = 2,
+	VIW_CQE_OP_RECV = 3,
+};
+
+enum viw_cqe_status {
+	VIW_CQE_SUCCESS = 0,
+	VIW_CQE_LOC_LEN_ERR = 1,
+	VIW_CQE_LOC_QP_OP_ERR = 2,
+	VIW_CQE_LOC_PROT_ERR = 3,
+	VIW_CQE_WR_FLUSH_ERR = 4,
+	VIW_CQE_BAD_RESP_ERR = 5,
+	VIW_CQE_LOC_ACCESS_ERR = 6,
+	VIW_CQE_REM_INV_REQ_ERR = 7,
+	VIW_CQE_REM_ACCESS_ERR = 8,
+	VIW_CQE_REM_OP_ERR = 9,
+	VIW_CQE_GENERAL_ERR = 10,
+	VIW_CQE_STATUS_MAX = VIW_CQE_GENERAL_ERR,
+};
+
+struct viw_cqe {
+	__aligned_u64 wr_id;
+	__u32 flags;		/* enum viw_cqe_flags */
+	__u8 opcode;		/* enum viw_cqe_opcode */
+	__u8 status;		/* enum viw_cqe_status */
+	__u16 rsvd0;
+	__u32 byte_len;
+	__u32 qp_id;
+	__u32 inv_stag;
+	__u32 vendor_err;	/* TERMINATE layer/type/code, or 0 */
+};
+
+enum viw_db_flags {
+	/*
+	 * The kernel engine is not polling this context: after publishing
+	 * WQEs the provider must make the doorbell system call.
+	 */
+	VIW_DB_NEED_WAKEUP = 1 << 0,
+};
+
+/* The doorbell page, one per user context. */
+struct viw_db_page {
+	__u32 flags;		/* enum viw_db_flags, written by the kernel */
+	__u32 rsvd0[15];
+	__u32 seq;		/* bumped by the provider after each post */
+	__u32 rsvd1[15];
+};
+
+/* Driver data of the uverbs commands. */
+
+struct viw_uresp_alloc_ctx {
+	__u32 abi_version;
+	__u32 db_size;
+	__aligned_u64 db_key;	/* mmap offset of the doorbell page */
+	__u32 sqe_size;
+	__u32 rqe_size;
+	__u32 cqe_size;
+	__u32 max_sge;
+	__u32 max_inline;
+	__u32 rsvd;
+};
+
+struct viw_uresp_create_cq {
+	__u32 cq_id;
+	__u32 num_cqe;		/* slots in the ring, a power of two */
+	__aligned_u64 ring_key;
+	__aligned_u64 ring_size;
+};
+
+struct viw_uresp_create_qp {
+	__u32 qp_id;
+	__u32 num_sqe;		/* slots, a power of two */
+	__u32 num_rqe;		/* slots, 0 when the QP uses an SRQ */
+	__u32 rsvd;
+	__aligned_u64 sq_key;
+	__aligned_u64 sq_size;
+	__aligned_u64 rq_key;
+	__aligned_u64 rq_size;
+};
+
+struct viw_uresp_create_srq {
+	__u32 srq_id;
+	__u32 num_rqe;
+	__aligned_u64 ring_key;
+	__aligned_u64 ring_size;
+};
+
+#endif /* VIW_ABI_H */

@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * viw: a software iWARP RNIC.  Core data structures shared by all parts of
+ * the driver.
+ */
+#ifndef VIW_H
+#define VIW_H
+
+#include <linux/completion.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/refcount.h>
+#include <linux/workqueue.h>
+#include <linux/netdevice.h>
+#include <linux/spinlock.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/viw-abi.h>
+
+#include "viw_compat.h"
+#include "viw_wire.h"
+
+#define DRV_NAME "viw"
+
+/* Device limits, reported by query_device and enforced on create. */
+#define VIW_MAX_QP		4096
+#define VIW_MAX_QP_WR		8192
+#define VIW_MAX_CQ		8192
+#define VIW_MAX_CQE		65536
+#define VIW_MAX_PD		8192
+#define VIW_MAX_MR		65536
+#define VIW_MAX_SRQ		1024
+#define VIW_MAX_SRQ_WR		8192
+#define VIW_MAX_ORD		32
+#define VIW_MAX_IRD		32
+#define VIW_MAX_SGE_RD		1	/* a Read Response fills one sink */
+#define VIW_MAX_MR_SIZE		(1ULL << 40)
+#define VIW_VENDOR_ID		0x766977	/* "viw" */
+
+/* wq->status of an SQE the engine has taken and not finished */
+#define VIW_WQE_PENDING		0xff
+
+/* Object counts, kept per device for limits and for the tests. */
+enum viw_obj_type {
+	VIW_OBJ_UCTX,
+	VIW_OBJ_PD,
+	VIW_OBJ_MR,
+	VIW_OBJ_CQ,
+	VIW_OBJ_QP,
+	VIW_OBJ_SRQ,
+	VIW_OBJ_MAX
+};
+
+struct viw_device {
+	struct ib_device ibdev;
+	struct net_device *netdev;	/* held by the core (ib_device_set_netdev) */
+	spinlock_t mac_lock;
+	u8 mac[ETH_ALEN];		/* the netdev's address: the GID */
+
+	struct xarray qp_xa;		/* qp_num -> struct viw_qp */
+	struct xarray mr_xa;		/* STag index -> struct viw_mr */
+	u32 next_qp_id;
+	u32 next_mr_index;
+
+	atomic_t obj_count[VIW_OBJ_MAX];
+
+	struct dentry *debugfs;
+
+	/* Module bookkeeping (viw_main.c). */
+	struct list_head list;
+	bool dead;			/* dealloc_driver has run */
+};
+
+/*
+ * A queue in memory shared with the process: control block followed by
+ * num_slots fixed-size slots.  The memory comes from vmalloc_user() so that
+ * it can be mapped with remap_vmalloc_range().  Pages stay alive while a
+ * process maps them even after the ring is freed.
+ */
+struct viw_ring {
+	void *mem;
+	struct viw_ring_ctrl *ctrl;
+	u32 num_slots;			/* power of two */
+	u32 slot_size;
+	size_t size;			/* bytes, page aligned */
+	struct rdma_user_mmap_entry *mmap_entry;
+};
+
+struct viw_mmap_entry {
+	struct rdma_user_mmap_entry rdma_entry;
+	void *vaddr;
+};
+
+struct viw_ucontext {
+	struct ib_ucontext ibuctx;
+	struct viw_db_page *db;
+	struct rdma_user_mmap_entry *db_entry;
+};
+
+struct viw_pd {
+	struct ib_pd ibpd;
+};
+
+struct viw_mr {
+	struct ib_mr ibmr;
+	struct ib_umem *umem;		/* NULL for a DMA MR */
+	struct page **pages;		/* the pinned pages of umem */
+	unsigned long num_pages;
+	u32 page_offset;		/* of iova within pages[0] */
+	u64 iova;
+	u64 length;
+	int access;
+	refcount_t ref;			/* lookups by the data path */
+	struct completion released;
+	struct rcu_head rcu;
+};
+
+struct viw_cq {
+	struct ib_cq ibcq;
+	struct viw_ring ring;
+	spinlock_t lock;		/* serialises CQE producers */
+	u32 prod;			/* next slot the kernel writes */
+	bool overflowed;
+};
+
+struct viw_srq {
+	struct ib_srq ibsrq;
+	struct viw_ring ring;
+	spinlock_t lock;
+	u32 fetch;			/* next slot the kernel takes */
+	u32 limit;			/* SRQ limit, 0 when not armed */
+	u32 max_sge;
+};
+
+/*
+ * A work queue of a QP: the ring shared with the process and a kernel
+ * shadow of every WQE the kernel has taken from it.  The kernel reads a
+ * WQE from the ring exactly once, into shadow, and validates the copy.
+ * Slots [done, fetch) are owned by the kernel; ctrl->cons mirrors done.
+ */
+struct viw_wq {
+	struct viw_ring ring;
+	void *shadow;			/* num_slots kernel copies */
+	u8 *status;			/* per slot: error found by validation */
+	u32 fetch;			/* next slot to copy from the ring */
+	u32 done;			/* next slot to complete */
+	u32 next;			/* RQ: next slot for an incoming SEND */
+	u32 max_sge;
+	spinlock_t lock;
+};
+
+/* An RDMA READ this QP sent and waits a response for. */
+struct viw_orq_entry {
+	u32 sq_index;
+	u32 sink_stag;
+	u64 sink_to;
+	u32 size;
+	u32 got;			/* response bytes placed */
+	bool internal;			/* the MPA RTR, not a WQE */
+};
+
+/* An RDMA READ the peer asked for, to be answered by the TX engine. */
+struct viw_irq_entry {
+	struct viw_read_req req;
+	struct viw_mr *mr;		/* source, referenced; NULL if size 0 */
+	u32 sent;
+};
+
+/* The WQE the transmit engine is sending. */
+struct viw_tx_wqe {
+	struct viw_sqe sqe;		/* copy of the shadow */
+	u32 index;			/* SQ index */
+	u32 len;			/* payload length */
+	u32 sent;			/* payload bytes sent */
+	struct viw_mr *mr[VIW_MAX_SGE];	/* referenced while sending */
+	bool active;
+};
+
+enum viw_rx_stage {
+	VIW_RX_HDR,
+	VIW_RX_PAYLOAD,
+	VIW_RX_TRAILER,
+	VIW_RX_DEAD,			/* after an error: ignore the stream */
+};
+
+/* Receive engine state: where in the FPDU stream the QP is. */
+struct viw_rx {
+	enum viw_rx_stage stage;
+	u8 hdr[VIW_MPA_LEN_SIZE + VIW_MAX_HDR_LEN];
+	u32 hdr_got;
+	u32 hdr_need;
+	u8 trailer[3 + VIW_MPA_CRC_SIZE];
+	u32 tr_got;
+	u32 tr_need;
+	u32 crc;			/* running CRC state */
+	u32 ulpdu_len;
+	u32 payload_len;
+	u32 payload_got;
+	struct viw_ddp_hdr ddp;
+
+	/* placement target of the current segment */
+	struct viw_mr *mr;		/* tagged: referenced */
+	u64 addr;
+	/* untagged SEND: the receive WQE being filled */
+	struct viw_rqe rqe;
+	struct viw_mr *rqe_mr[VIW_MAX_SGE];
+	bool rqe_active;
+	bool rqe_from_srq;
+	u32 rqe_index;			/* RQ index when not from the SRQ */
+	u32 msg_len;			/* bytes of the message so far */
+
+	u32 msn_send;			/* next expected MSN per queue */
+	u32 msn_rreq;
+	/* TERMINATE body after its control word: M length, D and R headers */
+	u8 term_body[2 + VIW_DDP_UNTAGGED_HDR_LEN + VIW_RDMAP_READ_REQ_LEN];
+};
+
+/* What MPA negotiated for a connection (viw_qp_connect). */
+struct viw_qp_conn {
+	bool crc;
+	u32 mulpdu;
+	u8 ord;
+	u8 ird;
+	u8 rtr_expect;			/* passive p2p: RTR type (VIW_RTR_*) */
+};
+
+struct viw_cep;
+
+struct viw_stats {
+	atomic64_t tx_fpdus;
+	atomic64_t rx_fpdus;
+	atomic64_t tx_bytes;
+	atomic64_t rx_bytes;
+};
+
+struct viw_qp {
+	struct ib_qp ibqp;
+	struct viw_device *vdev;
+	struct viw_cq *scq;
+	struct viw_cq *rcq;
+	struct viw_srq *srq;
+	struct viw_wq sq;
+	struct viw_wq rq;		/* unused when srq is set */
+
+	struct mutex state_lock;	/* serialises state transitions */
+	enum ib_qp_state state;
+	int access;			/* IB_ACCESS_REMOTE_* allowed */
+	u32 max_inline;
+	u8 ord;
+	u8 ird;
+	bool sq_sig_all;
+
+	refcount_t ref;			/* iw_cm and the data path */
+	struct completion released;
+
+	/* The connection, from RTS on (viw_qp_connect). */
+	struct viw_cep *cep;		/* referenced */
+	struct socket *sock;
+	bool crc;			/* MPA CRC in use */
+	u32 mulpdu;
+	u8 rtr_expected;		/* passive p2p: RTR type still due */
+
+	/* transmit engine */
+	struct work_struct tx_work;
+	struct mutex tx_lock;		/* serialises writes to the socket */
+	u8 *tx_buf;			/* a page: FPDU headers and trailers */
+	struct viw_tx_wqe tx;
+	u32 tx_msn_send;
+	u32 tx_msn_rreq;
+	u32 tx_msn_term;
+
+	/* RDMA READs: outstanding (ORQ) and inbound (IRQ), under rd_lock */
+	spinlock_t rd_lock;
+	struct viw_orq_entry orq[VIW_MAX_ORD];
+	u32 orq_head;
+	u32 orq_tail;
+	struct viw_irq_entry irq[VIW_MAX_IRD];
+	u32 irq_head;
+	u32 irq_tail;
+
+	/* receive engine, run from the socket's data_ready */
+	struct viw_rx rx;
+	struct work_struct err_work;	/* error found in softirq context */
+	struct viw_term term;		/* TERMINATE to send, if pending */
+	bool term_pending;
+	bool term_sent;
+
+	struct viw_stats stats;
+};
+
+static inline struct viw_device *to_viw_dev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct viw_device, ibdev);
+}
+
+static inline struct viw_ucontext *to_viw_uctx(struct ib_ucontext *uctx)
+{
+	return container_of(uctx, struct viw_ucontext, ibuctx);
+}
+
+static inline struct viw_pd *to_viw_pd(struct ib_pd *pd)
+{
+	return container_of(pd, struct viw_pd, ibpd);
+}
+
+static inline struct viw_mr *to_viw_mr(struct ib_mr *mr)
+{
+	return container_of(mr, struct viw_mr, ibmr);
+}
+
+static inline struct viw_cq *to_viw_cq(struct ib_cq *cq)
+{
+	return container_of(cq, struct viw_cq, ibcq);
+}
+
+static inline struct viw_srq *to_viw_srq(struct ib_srq *srq)
+{
+	return container_of(srq, struct viw_srq, ibsrq);
+}
+
+static inline struct viw_qp *to_viw_qp(struct ib_qp *qp)
+{
+	return container_of(qp, struct viw_qp, ibqp);
+}
+
+static inline struct viw_mmap_entry *
+to_viw_mmap_entry(struct rdma_user_mmap_entry *entry)
+{
+	return container_of(entry, struct viw_mmap_entry, rdma_entry);
+}
+
+/* Take one object of a type against its device limit. */
+bool viw_obj_get(struct viw_device *vdev, enum viw_obj_type type);
+void viw_obj_put(struct viw_device *vdev, enum viw_obj_type type);
+
+/* viw_debugfs.c */
+void viw_debugfs_init(void);
+void viw_debugfs_exit(void);
+void viw_debugfs_add_device(struct viw_device *vdev);
+void viw_debugfs_remove_device(struct viw_device *vdev);
+
+/* viw_device.c */
+int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
+		     struct ib_udata *udata);
+int viw_query_port(struct ib_device *ibdev, u32 port,
+		   struct ib_port_attr *attr);
+int viw_query_gid(struct ib_device *ibdev, u32 port, int index,
+		  union ib_gid *gid);
+int viw_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey);
+int viw_get_port_immutable(struct ib_device *ibdev, u32 port,
+			   struct ib_port_immutable *immutable);
+void viw_get_dev_fw_str(struct ib_device *ibdev, char *str);
+extern const struct attribute_group viw_attr_group;
+
+/* viw_ring.c */
+int viw_ring_alloc(struct viw_ring *ring, u32 num_slots, u32 slot_size);
+void viw_ring_free(struct viw_ring *ring);
+int viw_ring_expose(struct viw_ring *ring, struct ib_udata *udata,
+		    u64 *key);
+int viw_mmap_insert(struct ib_ucontext *uctx, void *vaddr, size_t size,
+		    struct rdma_user_mmap_entry **entry, u64 *key);
+
+static inline void *viw_ring_slot(struct viw_ring *ring, u32 index)
+{
+	return ring->mem + VIW_RING_SLOTS_OFFSET +
+	       (size_t)(index & (ring->num_slots - 1)) * ring->slot_size;
+}
+
+/* viw_verbs.c */
+int viw_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata);
+void viw_dealloc_ucontext(struct ib_ucontext *ibuctx);
+int viw_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma);
+void viw_mmap_free(struct rdma_user_mmap_entry *entry);
+int viw_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+int viw_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+
+/* viw_mem.c */
+struct ib_mr *viw_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
+			      u64 iova, int access, struct ib_udata *udata);
+struct ib_mr *viw_get_dma_mr(struct ib_pd *pd, int access);
+int viw_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+int viw_check_sge(struct viw_device *vdev, struct ib_pd *pd,
+		  const struct viw_sge *sge, int access);
+struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
+			  int access, u64 addr, u32 len,
+			  struct viw_term_cause *cause);
+void viw_mr_put(struct viw_mr *mr);
+int viw_mr_bvec(const struct viw_mr *mr, u64 addr, u32 len,
+		struct bio_vec *bv, int max);
+int viw_mr_copy_from_skb(const struct viw_mr *mr, u64 addr,
+			 const struct sk_buff *skb, int skb_off, u32 len,
+			 u32 *crc);
+
+/* viw_cq.c */
+#ifdef VIW_CREATE_CQ_TAKES_ATTRS
+int viw_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		  struct uverbs_attr_bundle *attrs);
+#else
+int viw_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		  struct ib_udata *udata);
+#endif
+int viw_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int viw_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int viw_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+
+struct viw_cqe_info {
+	u64 wr_id;
+	u32 qp_id;
+	u32 byte_len;
+	u32 inv_stag;
+	u32 vendor_err;
+	u8 opcode;		/* enum viw_cqe_opcode */
+	u8 status;		/* enum viw_cqe_status */
+	u32 flags;		/* enum viw_cqe_flags, without VALID */
+};
+
+int viw_cq_push(struct viw_cq *cq, const struct viw_cqe_info *info);
+
+/* viw_srq.c */
+int viw_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
+		   struct ib_udata *udata);
+int viw_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		   enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int viw_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int viw_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int viw_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+		      const struct ib_recv_wr **bad_wr);
+int viw_srq_take(struct viw_srq *srq, struct viw_rqe *rqe);
+
+/* viw_qp.c */
+int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
+		  struct ib_udata *udata);
+int viw_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		  struct ib_udata *udata);
+int viw_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		 struct ib_qp_init_attr *init_attr);
+int viw_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+void viw_qp_enter_error(struct viw_qp *qp);
+void viw_qp_get(struct viw_qp *qp);
+void viw_qp_put(struct viw_qp *qp);
+struct viw_qp *viw_qp_lookup(struct viw_device *vdev, u32 qpn);
+void viw_iw_add_ref(struct ib_qp *ibqp);
+void viw_iw_rem_ref(struct ib_qp *ibqp);
+struct ib_qp *viw_iw_get_qp(struct ib_device *ibdev, int qpn);
+int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
+		   struct socket *sock, const struct viw_qp_conn *conn);
+void viw_qp_disconnect(struct viw_qp *qp);
+bool viw_qp_tx_quiesce(struct viw_qp *qp);
+void viw_qp_tx_resume(struct viw_qp *qp);
+void viw_qp_fail(struct viw_qp *qp, const struct viw_term_cause *cause);
+void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause);
+bool viw_qp_term_sent(struct viw_qp *qp);
+
+/* viw_tx.c */
+int viw_tx_init(void);
+void viw_tx_exit(void);
+void viw_tx_qp_init(struct viw_qp *qp);
+void viw_tx_kick(struct viw_qp *qp);
+void viw_tx_abort(struct viw_qp *qp);
+int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr);
+int viw_tx_send_term(struct viw_qp *qp);
+
+/* viw_rx.c */
+void viw_rx_data_ready(struct sock *sk);
+void viw_rx_reset(struct viw_qp *qp);
+void viw_rx_release_rqe(struct viw_rx *rx);
+
+/* viw_read.c */
+bool viw_orq_busy(struct viw_qp *qp);
+bool viw_orq_full(struct viw_qp *qp);
+bool viw_orq_push(struct viw_qp *qp, u32 sq_index,
+		  const struct viw_read_req *rr);
+bool viw_orq_push_internal(struct viw_qp *qp);
+struct viw_orq_entry *viw_orq_peek(struct viw_qp *qp);
+void viw_orq_progress(struct viw_qp *qp, u32 n, bool last);
+bool viw_irq_push(struct viw_qp *qp, const struct viw_irq_entry *ent);
+struct viw_irq_entry *viw_irq_peek(struct viw_qp *qp);
+void viw_irq_pop(struct viw_qp *qp);
+void viw_rd_reset(struct viw_qp *qp);
+
+/* viw_wq.c: work queue processing */
+int viw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		  const struct ib_send_wr **bad_wr);
+int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		  const struct ib_recv_wr **bad_wr);
+int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge);
+void viw_wq_free(struct viw_wq *wq);
+void viw_sq_flush(struct viw_qp *qp);
+void viw_rq_flush(struct viw_qp *qp);
+void viw_wq_set_kflags(struct viw_wq *wq, u32 kflags);
+struct viw_sqe *viw_sq_take(struct viw_qp *qp);
+void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status);
+void viw_sq_fail_oldest(struct viw_qp *qp, u8 status);
+int viw_rq_take(struct viw_qp *qp, struct viw_rqe *rqe, u32 *index);
+void viw_rx_complete_rqe(struct viw_qp *qp, u8 status);
+
+#endif /* VIW_H */

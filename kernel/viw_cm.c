@@ -1,0 +1,1054 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw: connection management, the provider side of iw_cm.
+ *
+ * A connection endpoint (CEP) owns one TCP socket.  Socket callbacks only
+ * record what happened (enum viw_cep_event_bit) and queue the CEP's work
+ * item; the work item does everything else under the CEP's mutex, in
+ * process context: MPA request/reply exchange, iw_cm upcalls, closing.
+ * Once a connection is established the QP's receive engine takes over
+ * data_ready, and the CEP only watches for the close.
+ *
+ * Upcalls: CONNECT_REQUEST (passive), CONNECT_REPLY (active, once, with
+ * the result), ESTABLISHED (passive, after accept), DISCONNECT (the peer
+ * closed first) and CLOSE (once, for every connection that reached
+ * ESTABLISHED or a successful CONNECT_REPLY).  CLOSE is never sent while
+ * the iw_cm id is still connecting.
+ */
+#include <linux/inet.h>
+#include <linux/tcp.h>
+#include <net/ipv6.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+
+#include "viw.h"
+#include "viw_cm.h"
+
+/* How long connection setup (TCP connect and MPA exchange) may take. */
+#define VIW_MPA_TIMEOUT		(10 * HZ)
+/* How long a connection request waits for accept or reject. */
+#define VIW_ANSWER_TIMEOUT	(60 * HZ)
+/* How long a graceful close waits for the peer's FIN before a reset. */
+#define VIW_CLOSE_TIMEOUT	(5 * HZ)
+
+static struct workqueue_struct *viw_cm_wq;
+
+/*
+ * Local MPA preferences, shared by all devices and tunable in debugfs.
+ * Defaults match siw: MPA v2, CRC only if the peer asks, no RTR.
+ */
+static struct viw_mpa_prefs viw_mpa_prefs = {
+	.revision = 2,
+	.crc = false,
+	.p2p = false,
+	.rtr = VIW_RTR_WRITE0 | VIW_RTR_READ0 | VIW_RTR_SEND0,
+};
+
+struct viw_mpa_prefs *viw_cm_prefs(void)
+{
+	return &viw_mpa_prefs;
+}
+
+static void viw_cep_work(struct work_struct *work);
+static void viw_cep_timeout(struct work_struct *work);
+
+static struct viw_cep *viw_cep_alloc(struct viw_device *vdev)
+{
+	struct viw_cep *cep = kzalloc(sizeof(*cep), GFP_KERNEL);
+
+	if (!cep)
+		return NULL;
+	kref_init(&cep->ref);
+	mutex_init(&cep->lock);
+	INIT_WORK(&cep->work, viw_cep_work);
+	INIT_DELAYED_WORK(&cep->timer, viw_cep_timeout);
+	INIT_LIST_HEAD(&cep->listen_entry);
+	cep->vdev = vdev;
+	cep->state = VIW_CEP_IDLE;
+	return cep;
+}
+
+static void viw_cep_release(struct kref *ref)
+{
+	struct viw_cep *cep = container_of(ref, struct viw_cep, ref);
+
+	WARN_ON_ONCE(cep->sock || cep->qp || cep->cm_id);
+	if (cep->listener)
+		viw_cep_put(cep->listener);
+	mutex_destroy(&cep->lock);
+	kfree(cep);
+}
+
+void viw_cep_get(struct viw_cep *cep)
+{
+	kref_get(&cep->ref);
+}
+
+void viw_cep_put(struct viw_cep *cep)
+{
+	kref_put(&cep->ref, viw_cep_release);
+}
+
+/* Record @ev and run the work item; safe from any context. */
+void viw_cep_post_event(struct viw_cep *cep, enum viw_cep_event_bit ev)
+{
+	set_bit(ev, &cep->events);
+	viw_cep_get(cep);
+	if (!queue_work(viw_cm_wq, &cep->work))
+		viw_cep_put(cep);
+}
+
+static void viw_cep_arm_timer(struct viw_cep *cep, unsigned long timeout)
+{
+	viw_cep_get(cep);
+	if (!mod_delayed_work(viw_cm_wq, &cep->timer, timeout))
+		return;
+	/* It was pending already: that queued instance holds a reference. */
+	viw_cep_put(cep);
+}
+
+static void viw_cep_cancel_timer(struct viw_cep *cep)
+{
+	if (cancel_delayed_work(&cep->timer))
+		viw_cep_put(cep);
+}
+
+static void viw_cep_timeout(struct work_struct *work)
+{
+	struct viw_cep *cep = container_of(to_delayed_work(work),
+					   struct viw_cep, timer);
+
+	viw_cep_post_event(cep, VIW_CEP_EV_TIMEOUT);
+	viw_cep_put(cep);
+}
+
+/* ---- socket callbacks ---------------------------------------------------- */
+
+static void viw_cm_data_ready(struct sock *sk)
+{
+	struct viw_cep *cep;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	cep = sk->sk_user_data;
+	if (cep)
+		viw_cep_post_event(cep, VIW_CEP_EV_READABLE);
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void viw_cm_state_change(struct sock *sk)
+{
+	void (*orig)(struct sock *sk) = NULL;
+	struct viw_cep *cep;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	cep = sk->sk_user_data;
+	if (cep) {
+		orig = cep->sk_state_change;
+		switch (sk->sk_state) {
+		case TCP_ESTABLISHED:
+			viw_cep_post_event(cep, VIW_CEP_EV_CONNECTED);
+			break;
+		case TCP_CLOSE:
+		case TCP_CLOSE_WAIT:
+			viw_cep_post_event(cep, VIW_CEP_EV_PEER_CLOSED);
+			break;
+		default:
+			break;
+		}
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+	if (orig)
+		orig(sk);
+}
+
+static void viw_cep_save_callbacks(struct viw_cep *cep, struct sock *sk)
+{
+	cep->sk_state_change = sk->sk_state_change;
+	cep->sk_data_ready = sk->sk_data_ready;
+	cep->sk_write_space = sk->sk_write_space;
+}
+
+/* Take over @sock's callbacks for the MPA phase. */
+static void viw_cep_attach(struct viw_cep *cep, struct socket *sock)
+{
+	struct sock *sk = sock->sk;
+
+	/* The socket's callbacks hold the CEP until it is released. */
+	viw_cep_get(cep);
+	write_lock_bh(&sk->sk_callback_lock);
+	sk->sk_user_data = cep;
+	sk->sk_data_ready = viw_cm_data_ready;
+	sk->sk_state_change = viw_cm_state_change;
+	write_unlock_bh(&sk->sk_callback_lock);
+	cep->sock = sock;
+}
+
+/* Hand data_ready to the QP's receive engine. */
+static void viw_cep_attach_qp(struct viw_cep *cep)
+{
+	struct sock *sk = cep->sock->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	sk->sk_data_ready = viw_rx_data_ready;
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+/*
+ * Give the socket its callbacks back and shut it down.  Once the callback
+ * lock was taken here, no callback of viw runs for it any more, and a
+ * transmit engine blocked on it returns.
+ */
+static void viw_cep_shutdown_socket(struct viw_cep *cep, bool abort)
+{
+	struct socket *sock = cep->sock;
+	struct sock *sk;
+
+	if (!sock)
+		return;
+	sk = sock->sk;
+	write_lock_bh(&sk->sk_callback_lock);
+	sk->sk_user_data = NULL;
+	sk->sk_data_ready = cep->sk_data_ready;
+	sk->sk_state_change = cep->sk_state_change;
+	sk->sk_write_space = cep->sk_write_space;
+	write_unlock_bh(&sk->sk_callback_lock);
+
+	if (abort)
+		sock_no_linger(sk);	/* close with a reset */
+	kernel_sock_shutdown(sock, SHUT_RDWR);
+}
+
+/*
+ * Release the socket; a QP must no longer use it.  The caller holds its
+ * own reference on the CEP: this drops the socket's.
+ */
+static void viw_cep_release_socket(struct viw_cep *cep, bool abort)
+{
+	if (!cep->sock)
+		return;
+	viw_cep_shutdown_socket(cep, abort);
+	sock_release(cep->sock);
+	cep->sock = NULL;
+	viw_cep_put(cep);
+}
+
+/* Run the receive engine on bytes that arrived before it took over. */
+static void viw_cep_kick_rx(struct viw_cep *cep)
+{
+	struct sock *sk = cep->sock->sk;
+
+	lock_sock(sk);
+	local_bh_disable();
+	viw_rx_data_ready(sk);
+	local_bh_enable();
+	release_sock(sk);
+}
+
+/* ---- upcalls --------------------------------------------------------------- */
+
+static void viw_cep_addrs(struct viw_cep *cep, struct iw_cm_event *event)
+{
+	if (!cep->sock)
+		return;
+	kernel_getsockname(cep->sock, (struct sockaddr *)&event->local_addr);
+	kernel_getpeername(cep->sock, (struct sockaddr *)&event->remote_addr);
+}
+
+/* Private data of the received frame, after the RFC 6581 words. */
+static void viw_cep_pdata(struct viw_cep *cep, const struct viw_mpa_frame *f,
+			  struct iw_cm_event *event)
+{
+	u16 skip = f->enhanced ? VIW_MPA_V2_EXT_LEN : 0;
+
+	if (f->pd_len > skip) {
+		event->private_data = cep->mpa_buf + VIW_MPA_HDR_LEN + skip;
+		event->private_data_len = f->pd_len - skip;
+	}
+}
+
+static void viw_cm_upcall(struct viw_cep *cep, enum iw_cm_event_type type,
+			  int status)
+{
+	struct iw_cm_id *cm_id = cep->cm_id;
+	struct iw_cm_event event = {
+		.event = type,
+		.status = status,
+		.ird = cep->ird,
+		.ord = cep->ord,
+	};
+
+	viw_cep_addrs(cep, &event);
+	switch (type) {
+	case IW_CM_EVENT_CONNECT_REQUEST:
+		cm_id = cep->listener->cm_id;
+		event.provider_data = cep;
+		viw_cep_pdata(cep, &cep->req, &event);
+		break;
+	case IW_CM_EVENT_CONNECT_REPLY:
+		if (cep->mpa_len >= VIW_MPA_HDR_LEN)
+			viw_cep_pdata(cep, &cep->rep, &event);
+		break;
+	default:
+		break;
+	}
+	if (cm_id)
+		cm_id->event_handler(cm_id, &event);
+}
+
+static void viw_cep_drop_cm_id(struct viw_cep *cep)
+{
+	if (!cep->cm_id)
+		return;
+	cep->cm_id->provider_data = NULL;
+	cep->cm_id->rem_ref(cep->cm_id);
+	cep->cm_id = NULL;
+}
+
+static void viw_cep_drop_qp(struct viw_cep *cep)
+{
+	if (!cep->qp)
+		return;
+	viw_qp_disconnect(cep->qp);
+	viw_qp_put(cep->qp);
+	cep->qp = NULL;
+}
+
+/* Tear the connection down and, if it was ever up, say CLOSE once. */
+static void viw_cep_close(struct viw_cep *cep, int status, bool abort)
+{
+	bool was_up = cep->state == VIW_CEP_ESTABLISHED ||
+		      cep->state == VIW_CEP_CLOSING;
+
+	viw_cep_cancel_timer(cep);
+	if (cep->qp)
+		viw_qp_enter_error(cep->qp);
+	viw_cep_shutdown_socket(cep, abort);
+	viw_cep_drop_qp(cep);
+	viw_cep_release_socket(cep, abort);
+	cep->state = VIW_CEP_CLOSED;
+	if (was_up && !cep->close_sent) {
+		cep->close_sent = true;
+		viw_cm_upcall(cep, IW_CM_EVENT_CLOSE, status);
+	}
+	viw_cep_drop_cm_id(cep);
+}
+
+/* ---- MPA exchange ---------------------------------------------------------- */
+
+/* Read up to @want more bytes into mpa_buf.  Returns 0 when complete. */
+static int viw_cep_recv(struct viw_cep *cep, u32 want)
+{
+	while (cep->mpa_len < want) {
+		struct kvec iov = {
+			.iov_base = cep->mpa_buf + cep->mpa_len,
+			.iov_len = want - cep->mpa_len,
+		};
+		struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+		int rv;
+
+		rv = kernel_recvmsg(cep->sock, &msg, &iov, 1, iov.iov_len,
+				    MSG_DONTWAIT);
+		if (rv == 0)
+			return -ECONNRESET;
+		if (rv < 0)
+			return rv;
+		cep->mpa_len += rv;
+	}
+	return 0;
+}
+
+/*
+ * Read a whole MPA request or reply into mpa_buf and decode it.  Returns
+ * 0 when complete, -EAGAIN while bytes are missing, or an error.
+ */
+static int viw_cep_read_frame(struct viw_cep *cep, bool reply,
+			      struct viw_mpa_frame *frame)
+{
+	int rv;
+
+	rv = viw_cep_recv(cep, VIW_MPA_HDR_LEN);
+	if (rv)
+		return rv;
+	rv = viw_mpa_decode_hdr(cep->mpa_buf, VIW_MPA_HDR_LEN, reply, frame);
+	if (rv)
+		return rv;
+	rv = viw_cep_recv(cep, VIW_MPA_HDR_LEN + frame->pd_len);
+	if (rv)
+		return rv;
+	if (frame->enhanced)
+		return viw_mpa_decode_v2(cep->mpa_buf + VIW_MPA_HDR_LEN,
+					 frame->pd_len, frame);
+	return 0;
+}
+
+static int viw_cep_send(struct viw_cep *cep, const void *buf, size_t len)
+{
+	struct kvec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
+	int rv;
+
+	rv = kernel_sendmsg(cep->sock, &msg, &iov, 1, len);
+	if (rv < 0)
+		return rv;
+	return rv == len ? 0 : -EPIPE;
+}
+
+/* Send an MPA frame with the consumer's private data. */
+static int viw_cep_send_frame(struct viw_cep *cep, struct viw_mpa_frame *f,
+			      const void *pdata, u16 pdata_len)
+{
+	u8 *buf;
+	int hlen, rv;
+
+	buf = kmalloc(VIW_MPA_HDR_LEN + VIW_MPA_MAX_PDATA, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	hlen = viw_mpa_encode(buf, VIW_MPA_HDR_LEN + VIW_MPA_MAX_PDATA, f,
+			      pdata_len);
+	if (hlen < 0) {
+		rv = hlen;
+	} else {
+		if (pdata_len)
+			memcpy(buf + hlen, pdata, pdata_len);
+		rv = viw_cep_send(cep, buf, hlen + pdata_len);
+	}
+	kfree(buf);
+	return rv;
+}
+
+static u32 viw_cep_mulpdu(struct viw_cep *cep)
+{
+	return viw_mulpdu(tcp_sk(cep->sock->sk)->mss_cache);
+}
+
+/* ---- active side ----------------------------------------------------------- */
+
+static void viw_cep_connect_failed(struct viw_cep *cep, int status)
+{
+	viw_cep_cancel_timer(cep);
+	viw_cep_release_socket(cep, true);
+	if (cep->qp) {
+		viw_qp_put(cep->qp);
+		cep->qp = NULL;
+	}
+	cep->state = VIW_CEP_CLOSED;
+	viw_cm_upcall(cep, IW_CM_EVENT_CONNECT_REPLY, status);
+	viw_cep_drop_cm_id(cep);
+}
+
+static void viw_cep_tcp_connected(struct viw_cep *cep)
+{
+	struct viw_mpa_frame *req = &cep->req;
+	int rv;
+
+	if (cep->state != VIW_CEP_CONNECTING)
+		return;
+	memset(req, 0, sizeof(*req));
+	/* debugfs may hold anything: use only what is valid */
+	req->revision = viw_mpa_prefs.revision == 1 ? 1 : 2;
+	req->crc = viw_mpa_prefs.crc;
+	if (req->revision == 2) {
+		req->enhanced = true;
+		req->ird = cep->ird;
+		req->ord = cep->ord;
+		req->rtr = viw_mpa_prefs.rtr &
+			   (VIW_RTR_SEND0 | VIW_RTR_WRITE0 | VIW_RTR_READ0);
+		req->p2p = viw_mpa_prefs.p2p && req->rtr;
+		if (!req->p2p)
+			req->rtr = 0;
+	}
+	rv = viw_cep_send_frame(cep, req, cep->mpa_buf, cep->mpa_len);
+	cep->mpa_len = 0;
+	if (rv) {
+		viw_cep_connect_failed(cep, rv);
+		return;
+	}
+	cep->state = VIW_CEP_MPA_REQ_SENT;
+}
+
+static void viw_cep_reply_received(struct viw_cep *cep)
+{
+	struct viw_qp_conn conn = {};
+	int rv;
+
+	rv = viw_cep_read_frame(cep, true, &cep->rep);
+	if (rv == -EAGAIN)
+		return;
+	if (!rv)
+		rv = viw_mpa_check_reply(&cep->req, &cep->rep);
+	if (rv) {
+		viw_cep_connect_failed(cep, rv == -ECONNREFUSED ?
+					    -ECONNREFUSED : -ECONNRESET);
+		return;
+	}
+
+	conn.crc = viw_mpa_crc_on(&cep->req, &cep->rep);
+	conn.mulpdu = viw_cep_mulpdu(cep);
+	conn.ord = cep->rep.enhanced ? min(cep->ord, cep->rep.ird) : cep->ord;
+	conn.ird = cep->ird;
+	rv = viw_qp_connect(cep->qp, cep, cep->sock, &conn);
+	if (rv) {
+		viw_cep_connect_failed(cep, rv);
+		return;
+	}
+	viw_cep_attach_qp(cep);
+	if (cep->rep.enhanced && cep->rep.p2p) {
+		rv = viw_tx_send_rtr(cep->qp, cep->rep.rtr);
+		if (rv) {
+			viw_cep_shutdown_socket(cep, true);
+			viw_qp_disconnect(cep->qp);
+			viw_cep_connect_failed(cep, rv);
+			return;
+		}
+	}
+	viw_cep_cancel_timer(cep);
+	cep->state = VIW_CEP_ESTABLISHED;
+	viw_cm_upcall(cep, IW_CM_EVENT_CONNECT_REPLY, 0);
+	/* Bytes may have arrived behind the reply before the switch. */
+	viw_cep_kick_rx(cep);
+}
+
+static int viw_cep_bind_connect(struct viw_cep *cep, struct iw_cm_id *cm_id)
+{
+	struct sockaddr *laddr = (struct sockaddr *)&cm_id->m_local_addr;
+	struct sockaddr *raddr = (struct sockaddr *)&cm_id->m_remote_addr;
+	int family = raddr->sa_family;
+	int alen = family == AF_INET ? sizeof(struct sockaddr_in) :
+				       sizeof(struct sockaddr_in6);
+	struct socket *sock;
+	int rv;
+
+	if (family != AF_INET && family != AF_INET6)
+		return -EAFNOSUPPORT;
+	rv = sock_create(family, SOCK_STREAM, IPPROTO_TCP, &sock);
+	if (rv)
+		return rv;
+	sock_set_reuseaddr(sock->sk);
+	tcp_sock_set_nodelay(sock->sk);
+	rv = kernel_bind(sock, laddr, alen);
+	if (rv)
+		goto err;
+
+	viw_cep_save_callbacks(cep, sock->sk);
+	viw_cep_attach(cep, sock);
+	cep->state = VIW_CEP_CONNECTING;
+	rv = kernel_connect(sock, raddr, alen, O_NONBLOCK);
+	if (rv == -EINPROGRESS)
+		return 0;
+	if (!rv) {
+		viw_cep_post_event(cep, VIW_CEP_EV_CONNECTED);
+		return 0;
+	}
+	viw_cep_release_socket(cep, true);
+	return rv;
+err:
+	sock_release(sock);
+	return rv;
+}
+
+int viw_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
+{
+	struct viw_device *vdev = to_viw_dev(cm_id->device);
+	struct viw_cep *cep;
+	struct viw_qp *qp;
+	int rv;
+
+	if (param->private_data_len > VIW_MPA_MAX_PDATA - VIW_MPA_V2_EXT_LEN ||
+	    param->ord > VIW_MAX_ORD || param->ird > VIW_MAX_IRD)
+		return -EINVAL;
+	qp = viw_qp_lookup(vdev, param->qpn);
+	if (!qp)
+		return -EINVAL;
+	cep = viw_cep_alloc(vdev);
+	if (!cep) {
+		viw_qp_put(qp);
+		return -ENOMEM;
+	}
+
+	mutex_lock(&cep->lock);
+	cep->active = true;
+	cep->qp = qp;
+	cep->ird = param->ird;
+	cep->ord = param->ord;
+	/* mpa_buf holds the private data to send until the request goes. */
+	memcpy(cep->mpa_buf, param->private_data, param->private_data_len);
+	cep->mpa_len = param->private_data_len;
+	cep->cm_id = cm_id;
+	cm_id->add_ref(cm_id);
+	cm_id->provider_data = cep;
+
+	rv = viw_cep_bind_connect(cep, cm_id);
+	if (rv) {
+		cep->qp = NULL;
+		viw_qp_put(qp);
+		viw_cep_drop_cm_id(cep);
+		cep->state = VIW_CEP_CLOSED;
+	} else {
+		viw_cep_arm_timer(cep, VIW_MPA_TIMEOUT);
+	}
+	mutex_unlock(&cep->lock);
+	viw_cep_put(cep);
+	return rv;
+}
+
+/* ---- passive side ---------------------------------------------------------- */
+
+static void viw_cep_request_received(struct viw_cep *cep)
+{
+	struct viw_cep *lcep = cep->listener;
+	int rv;
+
+	rv = viw_cep_read_frame(cep, false, &cep->req);
+	if (rv == -EAGAIN)
+		return;
+	if (rv) {
+		viw_cep_close(cep, 0, true);
+		return;
+	}
+	cep->ird = cep->req.enhanced ? cep->req.ird : VIW_MAX_IRD;
+	cep->ord = cep->req.enhanced ? cep->req.ord : VIW_MAX_ORD;
+
+	mutex_lock(&lcep->lock);
+	if (lcep->state == VIW_CEP_LISTENING && lcep->cm_id) {
+		cep->state = VIW_CEP_MPA_REQ_RCVD;
+		/* Held for iw_cm until it calls accept or reject. */
+		viw_cep_get(cep);
+		/* A consumer that never answers loses the connection. */
+		viw_cep_arm_timer(cep, VIW_ANSWER_TIMEOUT);
+		viw_cm_upcall(cep, IW_CM_EVENT_CONNECT_REQUEST, 0);
+	} else {
+		viw_cep_close(cep, 0, true);
+	}
+	mutex_unlock(&lcep->lock);
+}
+
+static void viw_cep_accept_one(struct viw_cep *lcep, struct socket *nsock)
+{
+	struct viw_cep *cep = viw_cep_alloc(lcep->vdev);
+
+	if (!cep) {
+		sock_release(nsock);
+		return;
+	}
+	viw_cep_get(lcep);
+	cep->listener = lcep;
+	/* The accepted socket inherited the listener's callbacks. */
+	cep->sk_state_change = lcep->sk_state_change;
+	cep->sk_data_ready = lcep->sk_data_ready;
+	cep->sk_write_space = lcep->sk_write_space;
+	tcp_sock_set_nodelay(nsock->sk);
+
+	mutex_lock(&cep->lock);
+	viw_cep_attach(cep, nsock);
+	cep->state = VIW_CEP_MPA_REQ_WAIT;
+	viw_cep_arm_timer(cep, VIW_MPA_TIMEOUT);
+	mutex_unlock(&cep->lock);
+	/* The request may be in the socket already. */
+	viw_cep_post_event(cep, VIW_CEP_EV_READABLE);
+	viw_cep_put(cep);
+}
+
+static void viw_cep_listener_readable(struct viw_cep *lcep)
+{
+	struct socket *nsock;
+
+	while (lcep->state == VIW_CEP_LISTENING &&
+	       !kernel_accept(lcep->sock, &nsock, O_NONBLOCK))
+		viw_cep_accept_one(lcep, nsock);
+}
+
+static int viw_cep_send_reply(struct viw_cep *cep,
+			      struct iw_cm_conn_param *param)
+{
+	int rv;
+
+	rv = viw_mpa_build_reply(&cep->req, &viw_mpa_prefs, param->ird,
+				 param->ord, &cep->rep);
+	if (rv)
+		return rv;
+	return viw_cep_send_frame(cep, &cep->rep, param->private_data,
+				  param->private_data_len);
+}
+
+static int viw_cep_accept_qp(struct viw_cep *cep,
+			     struct iw_cm_conn_param *param)
+{
+	struct viw_qp_conn conn = {
+		.crc = viw_mpa_crc_on(&cep->req, &cep->rep),
+		.mulpdu = viw_cep_mulpdu(cep),
+		.ird = param->ird,
+		.ord = cep->req.enhanced ? min_t(u32, param->ord, cep->req.ird) :
+					   param->ord,
+	};
+
+	if (cep->rep.enhanced && cep->rep.p2p)
+		conn.rtr_expect = cep->rep.rtr;
+	return viw_qp_connect(cep->qp, cep, cep->sock, &conn);
+}
+
+int viw_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
+{
+	struct viw_cep *cep = cm_id->provider_data;
+	struct viw_qp *qp;
+	int rv;
+
+	if (!cep || param->private_data_len >
+		    VIW_MPA_MAX_PDATA - VIW_MPA_V2_EXT_LEN ||
+	    param->ord > VIW_MAX_ORD || param->ird > VIW_MAX_IRD)
+		return -EINVAL;
+	qp = viw_qp_lookup(cep->vdev, param->qpn);
+	if (!qp)
+		return -EINVAL;
+
+	mutex_lock(&cep->lock);
+	if (cep->state != VIW_CEP_MPA_REQ_RCVD || !cep->sock) {
+		rv = -ECONNRESET;
+		goto err;
+	}
+	viw_cep_cancel_timer(cep);
+	cep->qp = qp;
+	rv = viw_cep_send_reply(cep, param);
+	if (!rv)
+		rv = viw_cep_accept_qp(cep, param);
+	if (rv)
+		goto err_close;
+
+	cep->cm_id = cm_id;
+	cm_id->add_ref(cm_id);
+	viw_cep_attach_qp(cep);
+	if (qp->rtr_expected) {
+		cep->state = VIW_CEP_RTR_WAIT;
+		viw_cep_arm_timer(cep, VIW_MPA_TIMEOUT);
+	} else {
+		cep->state = VIW_CEP_ESTABLISHED;
+		viw_cm_upcall(cep, IW_CM_EVENT_ESTABLISHED, 0);
+	}
+	viw_cep_kick_rx(cep);
+	mutex_unlock(&cep->lock);
+	/* iw_cm is done with this CEP: drop the request's reference. */
+	viw_cep_put(cep);
+	return 0;
+
+err_close:
+	/* A failed accept makes no upcall: iw_cm reports the error. */
+	viw_cep_release_socket(cep, true);
+	cep->qp = NULL;
+	cep->state = VIW_CEP_CLOSED;
+err:
+	mutex_unlock(&cep->lock);
+	viw_qp_put(qp);
+	cm_id->provider_data = NULL;
+	viw_cep_put(cep);
+	return rv;
+}
+
+int viw_iw_reject(struct iw_cm_id *cm_id, const void *pdata, u8 pdata_len)
+{
+	struct viw_cep *cep = cm_id->provider_data;
+
+	if (!cep)
+		return -EINVAL;
+	mutex_lock(&cep->lock);
+	viw_cep_cancel_timer(cep);
+	if (cep->state == VIW_CEP_MPA_REQ_RCVD && cep->sock) {
+		struct viw_mpa_frame rep = {
+			.reply = true,
+			.reject = true,
+			.revision = cep->req.revision,
+		};
+
+		if (pdata_len <= VIW_MPA_MAX_PDATA - VIW_MPA_V2_EXT_LEN)
+			viw_cep_send_frame(cep, &rep, pdata, pdata_len);
+	}
+	viw_cep_release_socket(cep, false);
+	cep->state = VIW_CEP_CLOSED;
+	mutex_unlock(&cep->lock);
+	cm_id->provider_data = NULL;
+	viw_cep_put(cep);
+	return 0;
+}
+
+/* ---- listeners ------------------------------------------------------------- */
+
+static int viw_listen_bind(struct viw_device *vdev, struct socket *sock,
+			   struct iw_cm_id *cm_id)
+{
+	struct sockaddr *laddr = (struct sockaddr *)&cm_id->m_local_addr;
+	bool any;
+	int alen;
+
+	if (laddr->sa_family == AF_INET) {
+		any = ((struct sockaddr_in *)laddr)->sin_addr.s_addr ==
+		      htonl(INADDR_ANY);
+		alen = sizeof(struct sockaddr_in);
+	} else {
+		any = ipv6_addr_any(&((struct sockaddr_in6 *)laddr)->sin6_addr);
+		alen = sizeof(struct sockaddr_in6);
+		if (cm_id->afonly && ip6_sock_set_v6only(sock->sk))
+			return -EINVAL;
+	}
+	/*
+	 * A wildcard listen is made on every RDMA device; each viw device
+	 * takes the connections of its own netdev only.
+	 */
+	if (any)
+		sock->sk->sk_bound_dev_if = vdev->netdev->ifindex;
+	return kernel_bind(sock, laddr, alen);
+}
+
+int viw_iw_create_listen(struct iw_cm_id *cm_id, int backlog)
+{
+	struct viw_device *vdev = to_viw_dev(cm_id->device);
+	int family = cm_id->m_local_addr.ss_family;
+	struct list_head *listeners;
+	struct socket *sock;
+	struct viw_cep *cep;
+	int rv;
+
+	if (family != AF_INET && family != AF_INET6)
+		return -EAFNOSUPPORT;
+	listeners = kmalloc(sizeof(*listeners), GFP_KERNEL);
+	cep = viw_cep_alloc(vdev);
+	rv = sock_create(family, SOCK_STREAM, IPPROTO_TCP, &sock);
+	if (!listeners || !cep || rv) {
+		rv = rv ? rv : -ENOMEM;
+		goto err_free;
+	}
+	sock_set_reuseaddr(sock->sk);
+	rv = viw_listen_bind(vdev, sock, cm_id);
+	if (!rv)
+		rv = kernel_listen(sock, backlog);
+	if (rv)
+		goto err_sock;
+
+	viw_cep_save_callbacks(cep, sock->sk);
+	mutex_lock(&cep->lock);
+	viw_cep_attach(cep, sock);
+	cep->state = VIW_CEP_LISTENING;
+	cep->cm_id = cm_id;
+	cm_id->add_ref(cm_id);
+	mutex_unlock(&cep->lock);
+
+	INIT_LIST_HEAD(listeners);
+	list_add(&cep->listen_entry, listeners);
+	cm_id->provider_data = listeners;
+	/* Connections may be queued already. */
+	viw_cep_post_event(cep, VIW_CEP_EV_READABLE);
+	return 0;
+
+err_sock:
+	sock_release(sock);
+err_free:
+	kfree(listeners);
+	if (cep)
+		viw_cep_put(cep);
+	return rv;
+}
+
+int viw_iw_destroy_listen(struct iw_cm_id *cm_id)
+{
+	struct list_head *listeners = cm_id->provider_data;
+	struct viw_cep *cep, *next;
+
+	if (!listeners)
+		return 0;
+	list_for_each_entry_safe(cep, next, listeners, listen_entry) {
+		list_del_init(&cep->listen_entry);
+		mutex_lock(&cep->lock);
+		viw_cep_release_socket(cep, false);
+		cep->state = VIW_CEP_CLOSED;
+		viw_cep_drop_cm_id(cep);
+		mutex_unlock(&cep->lock);
+		viw_cep_put(cep);
+	}
+	kfree(listeners);
+	cm_id->provider_data = NULL;
+	return 0;
+}
+
+/* ---- the work item ---------------------------------------------------------- */
+
+static void viw_cep_readable(struct viw_cep *cep)
+{
+	switch (cep->state) {
+	case VIW_CEP_LISTENING:
+		viw_cep_listener_readable(cep);
+		break;
+	case VIW_CEP_MPA_REQ_WAIT:
+		viw_cep_request_received(cep);
+		break;
+	case VIW_CEP_MPA_REQ_SENT:
+		viw_cep_reply_received(cep);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The peer sent FIN or RST, or a TERMINATE. */
+static void viw_cep_peer_closed(struct viw_cep *cep)
+{
+	int status = cep->sock && cep->sock->sk->sk_err ? -ECONNRESET : 0;
+
+	switch (cep->state) {
+	case VIW_CEP_CONNECTING:
+	case VIW_CEP_MPA_REQ_SENT:
+		viw_cep_connect_failed(cep, cep->sock && cep->sock->sk->sk_err ?
+					    -cep->sock->sk->sk_err :
+					    -ECONNRESET);
+		break;
+	case VIW_CEP_MPA_REQ_WAIT:
+		viw_cep_close(cep, 0, true);
+		break;
+	case VIW_CEP_RTR_WAIT:
+		viw_cm_upcall(cep, IW_CM_EVENT_ESTABLISHED, 0);
+		cep->state = VIW_CEP_ESTABLISHED;
+		viw_cep_close(cep, -ECONNRESET, true);
+		break;
+	case VIW_CEP_ESTABLISHED:
+		viw_cm_upcall(cep, IW_CM_EVENT_DISCONNECT, 0);
+		viw_cep_close(cep, status, status != 0);
+		break;
+	case VIW_CEP_CLOSING:
+		viw_cep_close(cep, status, status != 0);
+		break;
+	default:
+		break;
+	}
+}
+
+static void viw_cep_timed_out(struct viw_cep *cep)
+{
+	switch (cep->state) {
+	case VIW_CEP_CONNECTING:
+	case VIW_CEP_MPA_REQ_SENT:
+		viw_cep_connect_failed(cep, -ETIMEDOUT);
+		break;
+	case VIW_CEP_MPA_REQ_WAIT:
+		viw_cep_close(cep, 0, true);
+		break;
+	case VIW_CEP_MPA_REQ_RCVD:
+		/* accept or reject will find the socket gone */
+		viw_cep_release_socket(cep, true);
+		break;
+	case VIW_CEP_RTR_WAIT:
+		viw_cm_upcall(cep, IW_CM_EVENT_ESTABLISHED, 0);
+		cep->state = VIW_CEP_ESTABLISHED;
+		viw_cep_close(cep, -ECONNRESET, true);
+		break;
+	case VIW_CEP_CLOSING:
+		viw_cep_close(cep, -ETIMEDOUT, true);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The consumer started a graceful close: send FIN once the TX is idle. */
+static bool viw_cep_local_close(struct viw_cep *cep)
+{
+	if (cep->state != VIW_CEP_ESTABLISHED)
+		return true;
+	if (!viw_qp_tx_quiesce(cep->qp))
+		return false;
+	kernel_sock_shutdown(cep->sock, SHUT_WR);
+	viw_qp_tx_resume(cep->qp);
+	cep->state = VIW_CEP_CLOSING;
+	viw_cep_arm_timer(cep, VIW_CLOSE_TIMEOUT);
+	return true;
+}
+
+/*
+ * The QP went to ERROR.  If it told the peer why with a TERMINATE, the
+ * stream ends with a FIN so that the TERMINATE is delivered; otherwise it
+ * is reset.
+ */
+static void viw_cep_local_abort(struct viw_cep *cep)
+{
+	bool reset = !(cep->qp && viw_qp_term_sent(cep->qp));
+
+	switch (cep->state) {
+	case VIW_CEP_RTR_WAIT:
+		viw_cm_upcall(cep, IW_CM_EVENT_ESTABLISHED, 0);
+		cep->state = VIW_CEP_ESTABLISHED;
+		fallthrough;
+	case VIW_CEP_ESTABLISHED:
+	case VIW_CEP_CLOSING:
+		viw_cep_close(cep, -ECONNRESET, reset);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The peer reported an error with a TERMINATE and closes the stream. */
+static void viw_cep_terminated(struct viw_cep *cep)
+{
+	switch (cep->state) {
+	case VIW_CEP_RTR_WAIT:
+		viw_cm_upcall(cep, IW_CM_EVENT_ESTABLISHED, 0);
+		cep->state = VIW_CEP_ESTABLISHED;
+		fallthrough;
+	case VIW_CEP_ESTABLISHED:
+		viw_cm_upcall(cep, IW_CM_EVENT_DISCONNECT, 0);
+		fallthrough;
+	case VIW_CEP_CLOSING:
+		viw_cep_close(cep, -ECONNRESET, false);
+		break;
+	default:
+		break;
+	}
+}
+
+static void viw_cep_rtr_received(struct viw_cep *cep)
+{
+	if (cep->state != VIW_CEP_RTR_WAIT)
+		return;
+	viw_cep_cancel_timer(cep);
+	cep->state = VIW_CEP_ESTABLISHED;
+	viw_cm_upcall(cep, IW_CM_EVENT_ESTABLISHED, 0);
+}
+
+static void viw_cep_work(struct work_struct *work)
+{
+	struct viw_cep *cep = container_of(work, struct viw_cep, work);
+	bool retry_close = false;
+
+	mutex_lock(&cep->lock);
+	if (test_and_clear_bit(VIW_CEP_EV_CONNECTED, &cep->events))
+		viw_cep_tcp_connected(cep);
+	if (test_and_clear_bit(VIW_CEP_EV_READABLE, &cep->events))
+		viw_cep_readable(cep);
+	if (test_and_clear_bit(VIW_CEP_EV_RTR, &cep->events))
+		viw_cep_rtr_received(cep);
+	/* What the peer did is reported before what it made us do. */
+	if (test_and_clear_bit(VIW_CEP_EV_TERMINATED, &cep->events))
+		viw_cep_terminated(cep);
+	if (test_and_clear_bit(VIW_CEP_EV_PEER_CLOSED, &cep->events))
+		viw_cep_peer_closed(cep);
+	if (test_and_clear_bit(VIW_CEP_EV_ABORT, &cep->events))
+		viw_cep_local_abort(cep);
+	if (test_and_clear_bit(VIW_CEP_EV_CLOSE, &cep->events))
+		retry_close = !viw_cep_local_close(cep);
+	if (test_and_clear_bit(VIW_CEP_EV_TIMEOUT, &cep->events))
+		viw_cep_timed_out(cep);
+	mutex_unlock(&cep->lock);
+
+	if (retry_close) {
+		/* The transmit engine is mid-FPDU; try again shortly. */
+		usleep_range(1000, 2000);
+		viw_cep_post_event(cep, VIW_CEP_EV_CLOSE);
+	}
+	viw_cep_put(cep);
+}
+
+int viw_cm_init(void)
+{
+	viw_cm_wq = alloc_workqueue("viw_cm", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	return viw_cm_wq ? 0 : -ENOMEM;
+}
+
+void viw_cm_exit(void)
+{
+	destroy_workqueue(viw_cm_wq);
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * viw: connection endpoints (iw_cm provider side of MPA connection setup).
+ */
+#ifndef VIW_CM_H
+#define VIW_CM_H
+
+#include <linux/kref.h>
+#include <linux/mutex.h>
+#include <linux/net.h>
+#include <linux/workqueue.h>
+#include <rdma/iw_cm.h>
+
+#include "viw_wire.h"
+
+enum viw_cep_state {
+	VIW_CEP_IDLE,
+	VIW_CEP_LISTENING,
+	VIW_CEP_CONNECTING,	/* active: TCP connect in flight */
+	VIW_CEP_MPA_REQ_SENT,	/* active: waiting for the MPA reply */
+	VIW_CEP_MPA_REQ_WAIT,	/* passive: waiting for the MPA request */
+	VIW_CEP_MPA_REQ_RCVD,	/* passive: CONNECT_REQUEST delivered */
+	VIW_CEP_RTR_WAIT,	/* passive: accepted, waiting for the RTR */
+	VIW_CEP_ESTABLISHED,
+	VIW_CEP_CLOSING,	/* FIN sent, waiting for the peer's */
+	VIW_CEP_CLOSED,
+};
+
+/* Work the endpoint's work item has to do, set from any context. */
+enum viw_cep_event_bit {
+	VIW_CEP_EV_CONNECTED,	/* TCP connect finished */
+	VIW_CEP_EV_READABLE,	/* MPA bytes or a new connection to accept */
+	VIW_CEP_EV_PEER_CLOSED,	/* FIN or RST from the peer */
+	VIW_CEP_EV_TIMEOUT,	/* MPA exchange or close took too long */
+	VIW_CEP_EV_CLOSE,	/* local graceful close (QP to CLOSING) */
+	VIW_CEP_EV_ABORT,	/* local abort (QP to ERROR) */
+	VIW_CEP_EV_RTR,		/* passive: the RTR message arrived */
+	VIW_CEP_EV_TERMINATED,	/* the peer sent a TERMINATE */
+};
+
+struct viw_qp;
+struct viw_device;
+
+struct viw_cep {
+	struct kref ref;
+	struct viw_device *vdev;
+	struct mutex lock;		/* state and everything below */
+	enum viw_cep_state state;
+	bool active;
+
+	struct iw_cm_id *cm_id;		/* holds a cm_id reference */
+	struct socket *sock;
+	struct viw_qp *qp;		/* holds a QP reference */
+	struct viw_cep *listener;	/* passive: holds a reference */
+	struct list_head listen_entry;	/* on the cm_id's listener list */
+
+	unsigned long events;		/* enum viw_cep_event_bit */
+	struct work_struct work;
+	struct delayed_work timer;
+	bool close_sent;		/* the CLOSE upcall was made */
+
+	/* MPA exchange */
+	struct viw_mpa_frame req;
+	struct viw_mpa_frame rep;
+	u8 mpa_buf[VIW_MPA_HDR_LEN + VIW_MPA_MAX_PDATA];
+	u32 mpa_len;			/* bytes of mpa_buf filled */
+	u16 ird;
+	u16 ord;
+
+	/* The socket's callbacks before viw took it over. */
+	void (*sk_state_change)(struct sock *sk);
+	void (*sk_data_ready)(struct sock *sk);
+	void (*sk_write_space)(struct sock *sk);
+};
+
+void viw_cep_get(struct viw_cep *cep);
+void viw_cep_put(struct viw_cep *cep);
+void viw_cep_post_event(struct viw_cep *cep, enum viw_cep_event_bit ev);
+
+struct viw_mpa_prefs *viw_cm_prefs(void);
+int viw_cm_init(void);
+void viw_cm_exit(void);
+
+int viw_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param);
+int viw_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param);
+int viw_iw_reject(struct iw_cm_id *cm_id, const void *pdata, u8 pdata_len);
+int viw_iw_create_listen(struct iw_cm_id *cm_id, int backlog);
+int viw_iw_destroy_listen(struct iw_cm_id *cm_id);
+
+#endif /* VIW_CM_H */

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw: debugfs, under /sys/kernel/debug/viw/.
+ *
+ *   mpa_revision, mpa_crc, mpa_p2p, mpa_rtr
+ *	MPA preferences for new connections (what viw requests as the
+ *	initiator and accepts as the responder).  Tests use them to cover
+ *	MPA v1/v2, CRC on/off and the RFC 6581 RTR types.
+ *   <device>/objects
+ *	Live objects of a device (contexts, PDs, MRs, CQs, QPs, SRQs), so
+ *	that tests can check that everything was released.
+ */
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
+
+#include "viw.h"
+#include "viw_cm.h"
+
+static struct dentry *viw_debugfs_root;
+
+static int viw_objects_show(struct seq_file *m, void *unused)
+{
+	static const char * const names[VIW_OBJ_MAX] = {
+		[VIW_OBJ_UCTX] = "ucontext",
+		[VIW_OBJ_PD] = "pd",
+		[VIW_OBJ_MR] = "mr",
+		[VIW_OBJ_CQ] = "cq",
+		[VIW_OBJ_QP] = "qp",
+		[VIW_OBJ_SRQ] = "srq",
+	};
+	struct viw_device *vdev = m->private;
+	int i;
+
+	for (i = 0; i < VIW_OBJ_MAX; i++)
+		seq_printf(m, "%s %d\n", names[i],
+			   atomic_read(&vdev->obj_count[i]));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(viw_objects);
+
+void viw_debugfs_add_device(struct viw_device *vdev)
+{
+	if (!viw_debugfs_root)
+		return;
+	vdev->debugfs = debugfs_create_dir(dev_name(&vdev->ibdev.dev),
+					   viw_debugfs_root);
+	debugfs_create_file("objects", 0444, vdev->debugfs, vdev,
+			    &viw_objects_fops);
+}
+
+void viw_debugfs_remove_device(struct viw_device *vdev)
+{
+	debugfs_remove_recursive(vdev->debugfs);
+	vdev->debugfs = NULL;
+}
+
+void viw_debugfs_init(void)
+{
+	struct viw_mpa_prefs *prefs = viw_cm_prefs();
+
+	viw_debugfs_root = debugfs_create_dir("viw", NULL);
+	debugfs_create_u8("mpa_revision", 0644, viw_debugfs_root,
+			  &prefs->revision);
+	debugfs_create_bool("mpa_crc", 0644, viw_debugfs_root, &prefs->crc);
+	debugfs_create_bool("mpa_p2p", 0644, viw_debugfs_root, &prefs->p2p);
+	debugfs_create_u8("mpa_rtr", 0644, viw_debugfs_root, &prefs->rtr);
+}
+
+void viw_debugfs_exit(void)
+{
+	debugfs_remove_recursive(viw_debugfs_root);
+	viw_debugfs_root = NULL;
+}

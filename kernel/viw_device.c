@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw: device and port attributes.
+ */
+#include <linux/etherdevice.h>
+#include <rdma/ib_user_verbs.h>
+
+#include "viw.h"
+
+int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
+		     struct ib_udata *udata)
+{
+	struct viw_device *vdev = to_viw_dev(ibdev);
+
+	if (udata && (udata->inlen || udata->outlen))
+		return -EINVAL;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->fw_ver = 0;
+	attr->sys_image_guid = vdev->ibdev.node_guid;
+	attr->max_mr_size = VIW_MAX_MR_SIZE;
+	attr->page_size_cap = PAGE_SIZE;
+	attr->vendor_id = VIW_VENDOR_ID;
+	attr->vendor_part_id = 1;
+	attr->hw_ver = VIW_ABI_VERSION;
+	attr->max_qp = VIW_MAX_QP;
+	attr->max_qp_wr = VIW_MAX_QP_WR;
+	attr->max_send_sge = VIW_MAX_SGE;
+	attr->max_recv_sge = VIW_MAX_SGE;
+	attr->max_sge_rd = VIW_MAX_SGE;
+	attr->max_cq = VIW_MAX_CQ;
+	attr->max_cqe = VIW_MAX_CQE;
+	attr->max_mr = VIW_MAX_MR;
+	attr->max_pd = VIW_MAX_PD;
+	attr->max_qp_rd_atom = VIW_MAX_IRD;
+	attr->max_qp_init_rd_atom = VIW_MAX_ORD;
+	attr->max_res_rd_atom = VIW_MAX_QP * VIW_MAX_IRD;
+	attr->max_srq = VIW_MAX_SRQ;
+	attr->max_srq_wr = VIW_MAX_SRQ_WR;
+	attr->max_srq_sge = VIW_MAX_SGE;
+	attr->max_pkeys = 1;
+	attr->atomic_cap = IB_ATOMIC_NONE;
+	/* IBK_ALLOW_USER_UNREG: "rdma link delete" may remove the device. */
+	attr->kernel_cap_flags = IBK_LOCAL_DMA_LKEY | IBK_ALLOW_USER_UNREG;
+	return 0;
+}
+
+/*
+ * The core's iWARP path (iw_query_port) has already filled in the port
+ * state from the netdev (carrier and an IPv4 address) and the MTUs; only
+ * the rest is ours.
+ */
+int viw_query_port(struct ib_device *ibdev, u32 port,
+		   struct ib_port_attr *attr)
+{
+	attr->gid_tbl_len = 1;
+	attr->pkey_tbl_len = 1;
+	attr->port_cap_flags = IB_UVERBS_PCF_CM_SUP | IB_UVERBS_PCF_DEVICE_MGMT_SUP;
+	attr->max_msg_sz = SZ_2G;
+	attr->active_width = IB_WIDTH_4X;
+	attr->active_speed = IB_SPEED_FDR;
+	return 0;
+}
+
+int viw_query_gid(struct ib_device *ibdev, u32 port, int index,
+		  union ib_gid *gid)
+{
+	struct viw_device *vdev = to_viw_dev(ibdev);
+
+	if (index != 0)
+		return -EINVAL;
+	/* iWARP devices report their MAC address as GID. */
+	memset(gid, 0, sizeof(*gid));
+	spin_lock(&vdev->mac_lock);
+	memcpy(gid->raw, vdev->mac, ETH_ALEN);
+	spin_unlock(&vdev->mac_lock);
+	return 0;
+}
+
+int viw_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey)
+{
+	if (index != 0)
+		return -EINVAL;
+	*pkey = 0xffff;
+	return 0;
+}
+
+int viw_get_port_immutable(struct ib_device *ibdev, u32 port,
+			   struct ib_port_immutable *immutable)
+{
+	immutable->core_cap_flags = RDMA_CORE_PORT_IWARP;
+	immutable->gid_tbl_len = 1;
+	immutable->pkey_tbl_len = 1;
+	return 0;
+}
+
+void viw_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "viw-abi-%d", VIW_ABI_VERSION);
+}
+
+/*
+ * "hca_type" names the device model, as it does for hardware drivers.  The
+ * provider matches on it: viw devices are registered with
+ * RDMA_DRIVER_UNKNOWN and named by the user, so neither the driver id nor
+ * the name can identify them.
+ */
+static ssize_t hca_type_show(struct device *device,
+			     struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%s\n", VIW_HCA_TYPE);
+}
+static DEVICE_ATTR_RO(hca_type);
+
+static struct attribute *viw_dev_attrs[] = {
+	&dev_attr_hca_type.attr,
+	NULL
+};
+
+const struct attribute_group viw_attr_group = {
+	.attrs = viw_dev_attrs,
+};

@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw: module entry, device life cycle and the rdma link type "viw".
+ *
+ * Devices are created with "rdma link add NAME type viw netdev DEV" and go
+ * away with "rdma link delete NAME", when their netdev is unregistered, or
+ * when the module is unloaded.  viw registers its devices with
+ * RDMA_DRIVER_UNKNOWN, so it must never call ib_unregister_driver(): that
+ * would also unregister every other out-of-tree device.  It keeps a list of
+ * its own instead.
+ */
+#include <linux/etherdevice.h>
+#include <linux/if_arp.h>
+#include <linux/module.h>
+#include <net/addrconf.h>
+#include <rdma/rdma_netlink.h>
+
+#include "viw.h"
+#include "viw_cm.h"
+
+MODULE_AUTHOR("The viw developers");
+MODULE_DESCRIPTION("viw: software iWARP RNIC with a hardware-shaped host interface");
+MODULE_LICENSE("Dual BSD/GPL");
+MODULE_ALIAS_RDMA_LINK("viw");
+
+/*
+ * Every device viw ever registered, live or dead, each with a reference on
+ * its struct device.  A dead device (dealloc_driver has run) stays listed
+ * until viw_reap_devices() has fenced its unregistration: only then can no
+ * core code call back into this module for it.
+ */
+static LIST_HEAD(viw_devices);
+static DEFINE_MUTEX(viw_devices_lock);
+
+/* Serialises newlink so that the duplicate checks hold until registration. */
+static DEFINE_MUTEX(viw_newlink_lock);
+
+bool viw_obj_get(struct viw_device *vdev, enum viw_obj_type type)
+{
+	static const int limits[VIW_OBJ_MAX] = {
+		[VIW_OBJ_UCTX] = INT_MAX,
+		[VIW_OBJ_PD] = VIW_MAX_PD,
+		[VIW_OBJ_MR] = VIW_MAX_MR,
+		[VIW_OBJ_CQ] = VIW_MAX_CQ,
+		[VIW_OBJ_QP] = VIW_MAX_QP,
+		[VIW_OBJ_SRQ] = VIW_MAX_SRQ,
+	};
+
+	return atomic_add_unless(&vdev->obj_count[type], 1, limits[type]);
+}
+
+void viw_obj_put(struct viw_device *vdev, enum viw_obj_type type)
+{
+	WARN_ON_ONCE(atomic_dec_return(&vdev->obj_count[type]) < 0);
+}
+
+static void viw_dealloc_driver(struct ib_device *ibdev)
+{
+	struct viw_device *vdev = to_viw_dev(ibdev);
+	int i;
+
+	for (i = 0; i < VIW_OBJ_MAX; i++)
+		WARN_ON_ONCE(atomic_read(&vdev->obj_count[i]));
+	viw_debugfs_remove_device(vdev);
+	xa_destroy(&vdev->qp_xa);
+	xa_destroy(&vdev->mr_xa);
+
+	mutex_lock(&viw_devices_lock);
+	vdev->dead = true;
+	mutex_unlock(&viw_devices_lock);
+}
+
+static const struct ib_device_ops viw_device_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = VIW_ABI_VERSION,
+	.device_group = &viw_attr_group,
+
+	.alloc_pd = viw_alloc_pd,
+	.alloc_ucontext = viw_alloc_ucontext,
+	.create_cq = viw_create_cq,
+	.create_qp = viw_create_qp,
+	.create_srq = viw_create_srq,
+	.dealloc_driver = viw_dealloc_driver,
+	.dealloc_pd = viw_dealloc_pd,
+	.dealloc_ucontext = viw_dealloc_ucontext,
+	.dereg_mr = viw_dereg_mr,
+	.destroy_cq = viw_destroy_cq,
+	.destroy_qp = viw_destroy_qp,
+	.destroy_srq = viw_destroy_srq,
+	.get_dev_fw_str = viw_get_dev_fw_str,
+	.get_dma_mr = viw_get_dma_mr,
+	.get_port_immutable = viw_get_port_immutable,
+	.iw_accept = viw_iw_accept,
+	.iw_add_ref = viw_iw_add_ref,
+	.iw_connect = viw_iw_connect,
+	.iw_create_listen = viw_iw_create_listen,
+	.iw_destroy_listen = viw_iw_destroy_listen,
+	.iw_get_qp = viw_iw_get_qp,
+	.iw_reject = viw_iw_reject,
+	.iw_rem_ref = viw_iw_rem_ref,
+	.mmap = viw_mmap,
+	.mmap_free = viw_mmap_free,
+	.modify_qp = viw_modify_qp,
+	.modify_srq = viw_modify_srq,
+	.poll_cq = viw_poll_cq,
+	.post_recv = viw_post_recv,
+	.post_send = viw_post_send,
+	.post_srq_recv = viw_post_srq_recv,
+	.query_device = viw_query_device,
+	.query_gid = viw_query_gid,
+	.query_pkey = viw_query_pkey,
+	.query_port = viw_query_port,
+	.query_qp = viw_query_qp,
+	.query_srq = viw_query_srq,
+	.reg_user_mr = viw_reg_user_mr,
+	.req_notify_cq = viw_req_notify_cq,
+
+	INIT_RDMA_OBJ_SIZE(ib_cq, viw_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_pd, viw_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, viw_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, viw_srq, ibsrq),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, viw_ucontext, ibuctx),
+};
+
+static bool viw_netdev_supported(const struct net_device *ndev)
+{
+	return ndev->type == ARPHRD_ETHER || ndev->type == ARPHRD_LOOPBACK;
+}
+
+static struct viw_device *viw_device_alloc(struct net_device *ndev)
+{
+	struct viw_device *vdev;
+	int i;
+
+	vdev = ib_alloc_device(viw_device, ibdev);
+	if (!vdev)
+		return NULL;
+
+	vdev->netdev = ndev;
+	spin_lock_init(&vdev->mac_lock);
+	ether_addr_copy(vdev->mac, ndev->dev_addr);
+	xa_init_flags(&vdev->qp_xa, XA_FLAGS_ALLOC1);
+	xa_init_flags(&vdev->mr_xa, XA_FLAGS_ALLOC1);
+	for (i = 0; i < VIW_OBJ_MAX; i++)
+		atomic_set(&vdev->obj_count[i], 0);
+	INIT_LIST_HEAD(&vdev->list);
+
+	vdev->ibdev.node_type = RDMA_NODE_RNIC;
+	vdev->ibdev.phys_port_cnt = 1;
+	vdev->ibdev.num_comp_vectors = 1;
+	vdev->ibdev.local_dma_lkey = 0;
+	/*
+	 * The uverbs post commands, which the core leaves disabled, are
+	 * viw's doorbells.
+	 */
+	vdev->ibdev.uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
+				       BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
+				       BIT_ULL(IB_USER_VERBS_CMD_POST_SRQ_RECV);
+	/* iWARP devices derive the node GUID from the MAC address. */
+	addrconf_addr_eui48((u8 *)&vdev->ibdev.node_guid, ndev->dev_addr);
+	memcpy(vdev->ibdev.node_desc, "viw software iWARP RNIC",
+	       sizeof("viw software iWARP RNIC"));
+	ib_set_device_ops(&vdev->ibdev, &viw_device_ops);
+	return vdev;
+}
+
+/* Drop the devices whose unregistration has completed.  Sleeps. */
+static void viw_reap_devices(bool all)
+{
+	struct viw_device *vdev;
+
+	for (;;) {
+		bool found = false;
+
+		mutex_lock(&viw_devices_lock);
+		list_for_each_entry(vdev, &viw_devices, list) {
+			if (all || vdev->dead) {
+				list_del_init(&vdev->list);
+				found = true;
+				break;
+			}
+		}
+		mutex_unlock(&viw_devices_lock);
+		if (!found)
+			return;
+		/*
+		 * Unregisters a live device.  For one that another path is
+		 * unregistering, this waits until that has finished: the
+		 * core serialises unregistrations of a device.
+		 */
+		ib_unregister_device(&vdev->ibdev);
+		put_device(&vdev->ibdev.dev);
+	}
+}
+
+/* Returns true if a live viw device already uses @ndev. */
+static bool viw_netdev_taken(struct net_device *ndev)
+{
+	struct viw_device *vdev;
+	bool found = false;
+
+	mutex_lock(&viw_devices_lock);
+	list_for_each_entry(vdev, &viw_devices, list) {
+		if (!vdev->dead && vdev->netdev == ndev)
+			found = true;
+	}
+	mutex_unlock(&viw_devices_lock);
+	return found;
+}
+
+static int viw_newlink(const char *ibdev_name, struct net_device *ndev)
+{
+	struct ib_device *other;
+	struct viw_device *vdev;
+	int rv;
+
+	if (!viw_netdev_supported(ndev)) {
+		pr_warn("viw: %s: netdev type %u not supported (Ethernet only)\n",
+			ndev->name, ndev->type);
+		return -EOPNOTSUPP;
+	}
+
+	viw_reap_devices(false);
+	mutex_lock(&viw_newlink_lock);
+	if (viw_netdev_taken(ndev)) {
+		pr_warn("viw: %s already has a viw device\n", ndev->name);
+		rv = -EEXIST;
+		goto out_unlock;
+	}
+	other = ib_device_get_by_name(ibdev_name, RDMA_DRIVER_UNKNOWN);
+	if (other) {
+		ib_device_put(other);
+		pr_warn("viw: an RDMA device named %s exists already\n",
+			ibdev_name);
+		rv = -EEXIST;
+		goto out_unlock;
+	}
+
+	vdev = viw_device_alloc(ndev);
+	if (!vdev) {
+		rv = -ENOMEM;
+		goto out_unlock;
+	}
+	rv = ib_device_set_netdev(&vdev->ibdev, ndev, 1);
+	if (rv)
+		goto out_dealloc;
+	rv = ib_register_device(&vdev->ibdev, ibdev_name, NULL);
+	if (rv) {
+		pr_warn("viw: registering %s failed: %d\n", ibdev_name, rv);
+		goto out_dealloc;
+	}
+
+	viw_debugfs_add_device(vdev);
+	get_device(&vdev->ibdev.dev);
+	mutex_lock(&viw_devices_lock);
+	list_add_tail(&vdev->list, &viw_devices);
+	mutex_unlock(&viw_devices_lock);
+	mutex_unlock(&viw_newlink_lock);
+
+	dev_info(&vdev->ibdev.dev, "viw device on %s (%pM)\n", ndev->name,
+		 ndev->dev_addr);
+	return 0;
+
+out_dealloc:
+	ib_dealloc_device(&vdev->ibdev);
+out_unlock:
+	mutex_unlock(&viw_newlink_lock);
+	return rv;
+}
+
+static struct rdma_link_ops viw_link_ops = {
+	.type = "viw",
+	.newlink = viw_newlink,
+};
+
+/* Find the live viw device on @ndev and take a registration reference. */
+static struct viw_device *viw_device_get_by_netdev(struct net_device *ndev)
+{
+	struct viw_device *vdev, *found = NULL;
+
+	mutex_lock(&viw_devices_lock);
+	list_for_each_entry(vdev, &viw_devices, list) {
+		if (!vdev->dead && vdev->netdev == ndev &&
+		    ib_device_try_get(&vdev->ibdev)) {
+			found = vdev;
+			break;
+		}
+	}
+	mutex_unlock(&viw_devices_lock);
+	return found;
+}
+
+static void viw_port_event(struct viw_device *vdev, enum ib_event_type type)
+{
+	struct ib_event event = {
+		.device = &vdev->ibdev,
+		.event = type,
+		.element.port_num = 1,
+	};
+
+	ib_dispatch_event(&event);
+}
+
+static int viw_netdev_event(struct notifier_block *nb, unsigned long event,
+			    void *arg)
+{
+	struct net_device *ndev = netdev_notifier_info_to_dev(arg);
+	struct viw_device *vdev;
+
+	vdev = viw_device_get_by_netdev(ndev);
+	if (!vdev)
+		return NOTIFY_DONE;
+
+	switch (event) {
+	case NETDEV_UP:
+	case NETDEV_CHANGE:
+		viw_port_event(vdev, netif_carrier_ok(ndev) ?
+				     IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR);
+		break;
+	case NETDEV_DOWN:
+		viw_port_event(vdev, IB_EVENT_PORT_ERR);
+		break;
+	case NETDEV_CHANGEADDR:
+		spin_lock(&vdev->mac_lock);
+		ether_addr_copy(vdev->mac, ndev->dev_addr);
+		spin_unlock(&vdev->mac_lock);
+		viw_port_event(vdev, IB_EVENT_GID_CHANGE);
+		break;
+	case NETDEV_UNREGISTER:
+		/* The core drops its netdev reference during unregistration. */
+		ib_unregister_device_queued(&vdev->ibdev);
+		break;
+	default:
+		break;
+	}
+	ib_device_put(&vdev->ibdev);
+	return NOTIFY_OK;
+}
+
+static struct notifier_block viw_netdev_nb = {
+	.notifier_call = viw_netdev_event,
+};
+
+static int __init viw_init(void)
+{
+	int rv;
+
+	BUILD_BUG_ON(sizeof(struct viw_sqe) != VIW_SQE_SIZE);
+	BUILD_BUG_ON(sizeof(struct viw_rqe) != VIW_RQE_SIZE);
+	BUILD_BUG_ON(sizeof(struct viw_cqe) != VIW_CQE_SIZE);
+	BUILD_BUG_ON(sizeof(struct viw_ring_ctrl) > VIW_RING_SLOTS_OFFSET);
+	BUILD_BUG_ON(sizeof(struct viw_db_page) > VIW_DB_PAGE_SIZE);
+
+	rv = viw_cm_init();
+	if (rv)
+		return rv;
+	rv = viw_tx_init();
+	if (rv)
+		goto err_cm;
+	rv = register_netdevice_notifier(&viw_netdev_nb);
+	if (rv)
+		goto err_tx;
+	viw_debugfs_init();
+	rdma_link_register(&viw_link_ops);
+	pr_info("viw: loaded, host interface ABI %d\n", VIW_ABI_VERSION);
+	return 0;
+
+err_tx:
+	viw_tx_exit();
+err_cm:
+	viw_cm_exit();
+	return rv;
+}
+
+static void __exit viw_exit(void)
+{
+	rdma_link_unregister(&viw_link_ops);
+	unregister_netdevice_notifier(&viw_netdev_nb);
+	viw_reap_devices(true);
+	viw_debugfs_exit();
+	viw_tx_exit();
+	viw_cm_exit();
+	pr_info("viw: unloaded\n");
+}
+
+module_init(viw_init);
+module_exit(viw_exit);

@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw: memory regions and STags.
+ *
+ * An STag is a 24-bit index into the device's MR table and an 8-bit key.
+ * The index part is handed out cyclically so that a freed STag is not
+ * reused soon; the key part is random, so that a stale or guessed STag
+ * whose index was reused still fails the check.
+ */
+#include <linux/bvec.h>
+#include <linux/crc32c.h>
+#include <linux/highmem.h>
+#include <linux/random.h>
+#include <linux/skbuff.h>
+#include <rdma/ib_umem.h>
+
+#include "viw.h"
+
+#define VIW_STAG_KEY_BITS	8
+#define VIW_STAG_INDEX_MAX	((1U << (32 - VIW_STAG_KEY_BITS)) - 1)
+
+static inline u32 viw_stag_index(u32 stag)
+{
+	return stag >> VIW_STAG_KEY_BITS;
+}
+
+static bool viw_mr_covers(const struct viw_mr *mr, u64 addr, u32 len)
+{
+	u64 end = addr + len;
+
+	return end >= addr && addr >= mr->iova &&
+	       end - mr->iova <= mr->length;
+}
+
+static int viw_mr_add(struct viw_device *vdev, struct viw_mr *mr)
+{
+	u32 index;
+	u32 stag;
+	int rv;
+
+	rv = xa_alloc_cyclic(&vdev->mr_xa, &index, mr,
+			     XA_LIMIT(1, VIW_STAG_INDEX_MAX),
+			     &vdev->next_mr_index, GFP_KERNEL);
+	if (rv < 0)
+		return rv;
+	stag = (index << VIW_STAG_KEY_BITS) | get_random_u8();
+	mr->ibmr.lkey = stag;
+	mr->ibmr.rkey = stag;
+	return 0;
+}
+
+static struct viw_mr *viw_mr_alloc(struct ib_pd *pd, int access)
+{
+	struct viw_device *vdev = to_viw_dev(pd->device);
+	struct viw_mr *mr;
+
+	if (!viw_obj_get(vdev, VIW_OBJ_MR))
+		return ERR_PTR(-ENOMEM);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr) {
+		viw_obj_put(vdev, VIW_OBJ_MR);
+		return ERR_PTR(-ENOMEM);
+	}
+	mr->access = access;
+	refcount_set(&mr->ref, 1);
+	init_completion(&mr->released);
+	return mr;
+}
+
+/* Index the pinned pages so that the data path finds any byte in O(1). */
+static int viw_mr_index_pages(struct viw_mr *mr)
+{
+	struct ib_umem *umem = mr->umem;
+	struct sg_page_iter iter;
+	unsigned long i = 0;
+
+	mr->num_pages = ib_umem_num_pages(umem);
+	mr->pages = kvcalloc(mr->num_pages, sizeof(*mr->pages), GFP_KERNEL);
+	if (!mr->pages)
+		return -ENOMEM;
+	for_each_sgtable_page(&umem->sgt_append.sgt, &iter, 0) {
+		if (WARN_ON_ONCE(i >= mr->num_pages))
+			return -EFAULT;
+		mr->pages[i++] = sg_page_iter_page(&iter);
+	}
+	mr->page_offset = ib_umem_offset(umem);
+	return 0;
+}
+
+static void viw_mr_free(struct viw_device *vdev, struct viw_mr *mr)
+{
+	kvfree(mr->pages);
+	if (mr->umem)
+		ib_umem_release(mr->umem);
+	/* Lookups run under RCU. */
+	kfree_rcu(mr, rcu);
+	viw_obj_put(vdev, VIW_OBJ_MR);
+}
+
+struct ib_mr *viw_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
+			      u64 iova, int access, struct ib_udata *udata)
+{
+	struct viw_device *vdev = to_viw_dev(pd->device);
+	struct viw_mr *mr;
+	int rv;
+
+	if (!length || length > VIW_MAX_MR_SIZE || iova + length < iova)
+		return ERR_PTR(-EINVAL);
+
+	mr = viw_mr_alloc(pd, access);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+
+	mr->umem = ib_umem_get(pd->device, start, length, access);
+	if (IS_ERR(mr->umem)) {
+		rv = PTR_ERR(mr->umem);
+		mr->umem = NULL;
+		goto err_free;
+	}
+	rv = viw_mr_index_pages(mr);
+	if (rv)
+		goto err_free;
+	mr->iova = iova;
+	mr->length = length;
+	rv = viw_mr_add(vdev, mr);
+	if (rv)
+		goto err_free;
+	return &mr->ibmr;
+
+err_free:
+	viw_mr_free(vdev, mr);
+	return ERR_PTR(rv);
+}
+
+/* Kernel consumers only: an STag that covers all kernel memory. */
+struct ib_mr *viw_get_dma_mr(struct ib_pd *pd, int access)
+{
+	struct viw_device *vdev = to_viw_dev(pd->device);
+	struct viw_mr *mr;
+	int rv;
+
+	mr = viw_mr_alloc(pd, access);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	mr->iova = 0;
+	mr->length = U64_MAX;
+	rv = viw_mr_add(vdev, mr);
+	if (rv) {
+		viw_mr_free(vdev, mr);
+		return ERR_PTR(rv);
+	}
+	return &mr->ibmr;
+}
+
+int viw_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct viw_device *vdev = to_viw_dev(ibmr->device);
+	struct viw_mr *mr = to_viw_mr(ibmr);
+
+	xa_erase(&vdev->mr_xa, viw_stag_index(ibmr->lkey));
+	/* Wait for the data path to let go of it; lookups now fail. */
+	viw_mr_put(mr);
+	wait_for_completion(&mr->released);
+	viw_mr_free(vdev, mr);
+	return 0;
+}
+
+void viw_mr_put(struct viw_mr *mr)
+{
+	if (refcount_dec_and_test(&mr->ref))
+		complete(&mr->released);
+}
+
+/**
+ * viw_mr_get - look up an STag for the data path
+ * @vdev: the device
+ * @pd: the PD the STag must belong to
+ * @stag: the STag (lkey or rkey)
+ * @access: the IB_ACCESS_* rights needed
+ * @addr: first byte that will be accessed
+ * @len: number of bytes
+ * @cause: set to the TERMINATE cause on failure
+ *
+ * Return: the MR with a reference, or NULL.
+ */
+struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
+			  int access, u64 addr, u32 len,
+			  struct viw_term_cause *cause)
+{
+	struct viw_mr *mr;
+
+	cause->layer = VIW_TERM_DDP;
+	cause->etype = VIW_DDP_ET_TAGGED;
+	rcu_read_lock();
+	mr = xa_load(&vdev->mr_xa, viw_stag_index(stag));
+	if (!mr || mr->ibmr.lkey != stag || !refcount_inc_not_zero(&mr->ref)) {
+		cause->ecode = VIW_DDP_EC_T_INVALID_STAG;
+		mr = NULL;
+	}
+	rcu_read_unlock();
+	if (!mr)
+		return NULL;
+
+	if (mr->ibmr.pd != pd || !mr->pages) {
+		cause->ecode = VIW_DDP_EC_T_STAG_NOT_ASSOC;
+	} else if ((mr->access & access) != access) {
+		cause->layer = VIW_TERM_RDMAP;
+		cause->etype = VIW_RDMAP_ET_REMOTE_PROT;
+		cause->ecode = VIW_RDMAP_EC_ACCESS;
+	} else if (!viw_mr_covers(mr, addr, len)) {
+		cause->ecode = VIW_DDP_EC_T_BASE_BOUNDS;
+	} else {
+		return mr;
+	}
+	viw_mr_put(mr);
+	return NULL;
+}
+
+/*
+ * Find the page and offset of MR byte @addr, which the caller has checked
+ * to be inside the MR.  Returns the bytes that follow in the same page.
+ */
+static u32 viw_mr_locate(const struct viw_mr *mr, u64 addr,
+			 struct page **page, u32 *offset)
+{
+	u64 off = addr - mr->iova + mr->page_offset;
+
+	*page = mr->pages[off >> PAGE_SHIFT];
+	*offset = off & ~PAGE_MASK;
+	return PAGE_SIZE - *offset;
+}
+
+/**
+ * viw_mr_bvec - describe MR memory as bio_vecs, one per page piece
+ * @mr: a referenced user MR
+ * @addr: first byte, inside the MR
+ * @len: bytes, inside the MR
+ * @bv: array to fill
+ * @max: entries available in @bv
+ *
+ * Return: entries filled; fewer bytes than @len are described if @max
+ * runs out.
+ */
+int viw_mr_bvec(const struct viw_mr *mr, u64 addr, u32 len,
+		struct bio_vec *bv, int max)
+{
+	int n = 0;
+
+	while (len && n < max) {
+		struct page *page;
+		u32 off, chunk;
+
+		chunk = min(len, viw_mr_locate(mr, addr, &page, &off));
+		bvec_set_page(&bv[n++], page, chunk, off);
+		addr += chunk;
+		len -= chunk;
+	}
+	return n;
+}
+
+/*
+ * Copy @len bytes from @skb at @skb_off into MR memory at @addr and fold
+ * them into the CRC.  The range was checked against the MR.
+ */
+int viw_mr_copy_from_skb(const struct viw_mr *mr, u64 addr,
+			 const struct sk_buff *skb, int skb_off, u32 len,
+			 u32 *crc)
+{
+	while (len) {
+		struct page *page;
+		u32 off, chunk;
+		void *dst;
+		int rv;
+
+		chunk = min(len, viw_mr_locate(mr, addr, &page, &off));
+		dst = kmap_local_page(page) + off;
+		rv = skb_copy_bits(skb, skb_off, dst, chunk);
+		if (!rv && crc)
+			*crc = crc32c(*crc, dst, chunk);
+		kunmap_local(dst);
+		if (rv)
+			return rv;
+		addr += chunk;
+		skb_off += chunk;
+		len -= chunk;
+	}
+	return 0;
+}
+
+/**
+ * viw_check_sge - validate a local SGE taken from a work request
+ * @vdev: the device
+ * @pd: the PD of the QP or SRQ that the WQE was posted to
+ * @sge: a kernel copy of the SGE
+ * @access: IB_ACCESS_LOCAL_WRITE if the data path will write the buffer
+ *
+ * Return: 0 if @sge names a valid local STag of @pd whose rights and bounds
+ * cover it, -EPERM otherwise.  A zero-length SGE needs no STag.
+ */
+int viw_check_sge(struct viw_device *vdev, struct ib_pd *pd,
+		  const struct viw_sge *sge, int access)
+{
+	struct viw_mr *mr;
+	int rv = -EPERM;
+
+	if (!sge->length)
+		return 0;
+
+	rcu_read_lock();
+	mr = xa_load(&vdev->mr_xa, viw_stag_index(sge->lkey));
+	if (mr && mr->ibmr.lkey == sge->lkey && mr->ibmr.pd == pd &&
+	    (mr->access & access) == access &&
+	    viw_mr_covers(mr, sge->addr, sge->length))
+		rv = 0;
+	rcu_read_unlock();
+	return rv;
+}

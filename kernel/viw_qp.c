@@ -1,0 +1,541 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw: queue pairs and their state machine.
+ *
+ * States are the verbs states.  A QP reaches RTS only through a connection
+ * (iw_cm), so modify_qp from a consumer moves it among RESET, INIT and RTR,
+ * and to ERROR from anywhere.  Entering ERROR flushes both work queues
+ * before modify_qp returns: every outstanding WQE completes, in posting
+ * order, with FLUSH_ERR.
+ */
+#include <linux/slab.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "viw.h"
+#include "viw_cm.h"
+
+#define VIW_MAX_QP_ID 0xffffff
+
+/* Modify-QP attributes viw acts on; the others need a connection. */
+#define VIW_QP_ATTR_SUPPORTED                                                  \
+	(IB_QP_STATE | IB_QP_CUR_STATE | IB_QP_ACCESS_FLAGS |                  \
+	 IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_MAX_QP_RD_ATOMIC |              \
+	 IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_EN_SQD_ASYNC_NOTIFY)
+
+static void viw_qp_err_work(struct work_struct *work);
+
+static int viw_qp_check_init_attr(struct ib_qp_init_attr *attr)
+{
+	struct ib_qp_cap *cap = &attr->cap;
+
+	if (attr->qp_type != IB_QPT_RC || attr->create_flags)
+		return -EOPNOTSUPP;
+	if (!attr->send_cq || !attr->recv_cq)
+		return -EINVAL;
+	if (cap->max_send_wr > VIW_MAX_QP_WR ||
+	    cap->max_recv_wr > VIW_MAX_QP_WR ||
+	    cap->max_send_sge > VIW_MAX_SGE ||
+	    cap->max_recv_sge > VIW_MAX_SGE ||
+	    cap->max_inline_data > VIW_MAX_INLINE)
+		return -EINVAL;
+	return 0;
+}
+
+static int viw_qp_alloc_queues(struct viw_qp *qp, struct ib_qp_init_attr *attr,
+			       struct ib_udata *udata,
+			       struct viw_uresp_create_qp *uresp)
+{
+	struct ib_qp_cap *cap = &attr->cap;
+	int rv;
+
+	rv = viw_wq_init(&qp->sq, roundup_pow_of_two(max(cap->max_send_wr, 1U)),
+			 sizeof(struct viw_sqe), cap->max_send_sge);
+	if (rv)
+		return rv;
+	rv = viw_ring_expose(&qp->sq.ring, udata, &uresp->sq_key);
+	if (rv)
+		goto err_sq;
+	uresp->num_sqe = qp->sq.ring.num_slots;
+	uresp->sq_size = qp->sq.ring.size;
+	if (qp->srq)
+		return 0;
+
+	rv = viw_wq_init(&qp->rq, roundup_pow_of_two(max(cap->max_recv_wr, 1U)),
+			 sizeof(struct viw_rqe), cap->max_recv_sge);
+	if (rv)
+		goto err_sq;
+	rv = viw_ring_expose(&qp->rq.ring, udata, &uresp->rq_key);
+	if (rv)
+		goto err_rq;
+	uresp->num_rqe = qp->rq.ring.num_slots;
+	uresp->rq_size = qp->rq.ring.size;
+	return 0;
+
+err_rq:
+	viw_wq_free(&qp->rq);
+err_sq:
+	viw_wq_free(&qp->sq);
+	return rv;
+}
+
+int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
+		  struct ib_udata *udata)
+{
+	struct viw_device *vdev = to_viw_dev(ibqp->device);
+	struct viw_qp *qp = to_viw_qp(ibqp);
+	struct viw_uresp_create_qp uresp = {};
+	u32 id;
+	int rv;
+
+	/* Kernel consumers come with the kernel post paths, not yet. */
+	if (!udata)
+		return -EOPNOTSUPP;
+	rv = viw_qp_check_init_attr(attr);
+	if (rv)
+		return rv;
+	if (udata->outlen < sizeof(uresp))
+		return -EINVAL;
+	if (!viw_obj_get(vdev, VIW_OBJ_QP))
+		return -ENOMEM;
+
+	qp->vdev = vdev;
+	qp->scq = to_viw_cq(attr->send_cq);
+	qp->rcq = to_viw_cq(attr->recv_cq);
+	qp->srq = attr->srq ? to_viw_srq(attr->srq) : NULL;
+	qp->state = IB_QPS_RESET;
+	qp->sq_sig_all = attr->sq_sig_type == IB_SIGNAL_ALL_WR;
+	qp->max_inline = VIW_MAX_INLINE;
+	mutex_init(&qp->state_lock);
+	refcount_set(&qp->ref, 1);
+	init_completion(&qp->released);
+	spin_lock_init(&qp->rd_lock);
+	spin_lock_init(&qp->rq.lock);
+	INIT_WORK(&qp->err_work, viw_qp_err_work);
+	viw_tx_qp_init(qp);
+	qp->tx_buf = (u8 *)get_zeroed_page(GFP_KERNEL);
+	if (!qp->tx_buf) {
+		rv = -ENOMEM;
+		goto err_count;
+	}
+
+	rv = viw_qp_alloc_queues(qp, attr, udata, &uresp);
+	if (rv)
+		goto err_count;
+	rv = xa_alloc_cyclic(&vdev->qp_xa, &id, qp, XA_LIMIT(1, VIW_MAX_QP_ID),
+			     &vdev->next_qp_id, GFP_KERNEL);
+	if (rv < 0)
+		goto err_queues;
+	ibqp->qp_num = id;
+	uresp.qp_id = id;
+
+	attr->cap.max_send_wr = qp->sq.ring.num_slots;
+	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq.ring.num_slots;
+	attr->cap.max_inline_data = qp->max_inline;
+	rv = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
+	if (rv)
+		goto err_id;
+	return 0;
+
+err_id:
+	xa_erase(&vdev->qp_xa, id);
+err_queues:
+	viw_wq_free(&qp->rq);
+	viw_wq_free(&qp->sq);
+err_count:
+	free_page((unsigned long)qp->tx_buf);
+	viw_obj_put(vdev, VIW_OBJ_QP);
+	return rv;
+}
+
+static void viw_qp_event(struct viw_qp *qp, enum ib_event_type type)
+{
+	struct ib_event event = {
+		.device = qp->ibqp.device,
+		.event = type,
+		.element.qp = &qp->ibqp,
+	};
+
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&event, qp->ibqp.qp_context);
+}
+
+static void viw_qp_set_kflags(struct viw_qp *qp, u32 kflags)
+{
+	viw_wq_set_kflags(&qp->sq, kflags);
+	viw_wq_set_kflags(&qp->rq, kflags);
+}
+
+/* Caller holds state_lock. */
+static void viw_qp_error_locked(struct viw_qp *qp)
+{
+	WRITE_ONCE(qp->state, IB_QPS_ERR);
+	/* From here on the process rings the doorbell after every post. */
+	viw_qp_set_kflags(qp, VIW_RING_KF_ERROR);
+	/*
+	 * Pairs with the full barrier the provider puts between publishing
+	 * a WQE and reading kflags: a WQE is either seen by the flush below
+	 * or followed by a doorbell that flushes it.
+	 */
+	smp_mb();
+	viw_sq_flush(qp);
+	viw_rq_flush(qp);
+	if (qp->srq)
+		viw_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+	/* A connected QP in ERROR aborts its connection. */
+	if (qp->cep)
+		viw_cep_post_event(qp->cep, VIW_CEP_EV_ABORT);
+}
+
+void viw_qp_enter_error(struct viw_qp *qp)
+{
+	mutex_lock(&qp->state_lock);
+	if (qp->state != IB_QPS_ERR)
+		viw_qp_error_locked(qp);
+	mutex_unlock(&qp->state_lock);
+}
+
+static bool viw_qp_transition_ok(enum ib_qp_state cur, enum ib_qp_state next)
+{
+	if (next == IB_QPS_ERR || next == IB_QPS_RESET)
+		return true;
+	switch (cur) {
+	case IB_QPS_RESET:
+		return next == IB_QPS_INIT;
+	case IB_QPS_INIT:
+		return next == IB_QPS_INIT || next == IB_QPS_RTR;
+	case IB_QPS_RTR:
+		return next == IB_QPS_RTR;
+	case IB_QPS_RTS:
+		return next == IB_QPS_RTS || next == IB_QPS_SQD;
+	case IB_QPS_SQD:
+		return next == IB_QPS_SQD;
+	default:
+		return false;
+	}
+}
+
+static int viw_qp_check_attr(struct viw_qp *qp, struct ib_qp_attr *attr,
+			     int mask)
+{
+	if (mask & ~VIW_QP_ATTR_SUPPORTED)
+		return -EOPNOTSUPP;
+	if ((mask & IB_QP_CUR_STATE) && attr->cur_qp_state != qp->state)
+		return -EINVAL;
+	if ((mask & IB_QP_STATE) &&
+	    !viw_qp_transition_ok(qp->state, attr->qp_state))
+		return -EINVAL;
+	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index != 0)
+		return -EINVAL;
+	if ((mask & IB_QP_PORT) && attr->port_num != 1)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
+	    attr->max_rd_atomic > VIW_MAX_ORD)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > VIW_MAX_IRD)
+		return -EINVAL;
+	return 0;
+}
+
+static void viw_qp_set_state_locked(struct viw_qp *qp, enum ib_qp_state next)
+{
+	if (next == IB_QPS_ERR) {
+		if (qp->state != IB_QPS_ERR)
+			viw_qp_error_locked(qp);
+		return;
+	}
+	if (next == IB_QPS_RESET)
+		viw_qp_set_kflags(qp, 0);
+	/* SQD is the RDMAC CLOSING state: a graceful close of the stream. */
+	if (next == IB_QPS_SQD && qp->state == IB_QPS_RTS && qp->cep)
+		viw_cep_post_event(qp->cep, VIW_CEP_EV_CLOSE);
+	WRITE_ONCE(qp->state, next);
+}
+
+int viw_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		  struct ib_udata *udata)
+{
+	struct viw_qp *qp = to_viw_qp(ibqp);
+	int rv;
+
+	mutex_lock(&qp->state_lock);
+	rv = viw_qp_check_attr(qp, attr, mask);
+	if (rv)
+		goto out;
+	if (mask & IB_QP_ACCESS_FLAGS)
+		qp->access = attr->qp_access_flags;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		qp->ord = attr->max_rd_atomic;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		qp->ird = attr->max_dest_rd_atomic;
+	if (mask & IB_QP_STATE)
+		viw_qp_set_state_locked(qp, attr->qp_state);
+out:
+	mutex_unlock(&qp->state_lock);
+	return rv;
+}
+
+int viw_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		 struct ib_qp_init_attr *init_attr)
+{
+	struct viw_qp *qp = to_viw_qp(ibqp);
+	struct ib_qp_cap cap = {
+		.max_send_wr = qp->sq.ring.num_slots,
+		.max_recv_wr = qp->srq ? 0 : qp->rq.ring.num_slots,
+		.max_send_sge = qp->sq.max_sge,
+		.max_recv_sge = qp->srq ? 0 : qp->rq.max_sge,
+		.max_inline_data = qp->max_inline,
+	};
+
+	memset(attr, 0, sizeof(*attr));
+	memset(init_attr, 0, sizeof(*init_attr));
+	attr->qp_state = READ_ONCE(qp->state);
+	attr->cur_qp_state = attr->qp_state;
+	attr->qp_access_flags = qp->access;
+	attr->max_rd_atomic = qp->ord;
+	attr->max_dest_rd_atomic = qp->ird;
+	attr->port_num = 1;
+	attr->path_mtu = IB_MTU_4096;
+	attr->cap = cap;
+
+	init_attr->qp_type = IB_QPT_RC;
+	init_attr->send_cq = ibqp->send_cq;
+	init_attr->recv_cq = ibqp->recv_cq;
+	init_attr->srq = ibqp->srq;
+	init_attr->cap = cap;
+	init_attr->sq_sig_type = qp->sq_sig_all ? IB_SIGNAL_ALL_WR :
+						  IB_SIGNAL_REQ_WR;
+	return 0;
+}
+
+int viw_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct viw_qp *qp = to_viw_qp(ibqp);
+	struct viw_device *vdev = qp->vdev;
+
+	/*
+	 * Stop the QP and its connection, then wait until iw_cm and the
+	 * connection have let go of it.
+	 */
+	viw_qp_enter_error(qp);
+	xa_erase(&vdev->qp_xa, ibqp->qp_num);
+	viw_qp_put(qp);
+	wait_for_completion(&qp->released);
+
+	cancel_work_sync(&qp->err_work);
+	cancel_work_sync(&qp->tx_work);
+	viw_tx_abort(qp);
+	viw_rx_reset(qp);
+	viw_rd_reset(qp);
+	viw_wq_free(&qp->rq);
+	viw_wq_free(&qp->sq);
+	free_page((unsigned long)qp->tx_buf);
+	mutex_destroy(&qp->state_lock);
+	viw_obj_put(vdev, VIW_OBJ_QP);
+	return 0;
+}
+
+/* ---- references --------------------------------------------------------- */
+
+void viw_qp_get(struct viw_qp *qp)
+{
+	refcount_inc(&qp->ref);
+}
+
+void viw_qp_put(struct viw_qp *qp)
+{
+	if (refcount_dec_and_test(&qp->ref))
+		complete(&qp->released);
+}
+
+/* Look up a QP by number and take a reference. */
+struct viw_qp *viw_qp_lookup(struct viw_device *vdev, u32 qpn)
+{
+	struct viw_qp *qp;
+
+	xa_lock(&vdev->qp_xa);
+	qp = xa_load(&vdev->qp_xa, qpn);
+	if (qp && !refcount_inc_not_zero(&qp->ref))
+		qp = NULL;
+	xa_unlock(&vdev->qp_xa);
+	return qp;
+}
+
+/*
+ * iw_cm holds the QP with these from connect/accept until the CLOSE (or a
+ * failed CONNECT_REPLY) and destroy_qp waits for them.
+ */
+void viw_iw_add_ref(struct ib_qp *ibqp)
+{
+	viw_qp_get(to_viw_qp(ibqp));
+}
+
+void viw_iw_rem_ref(struct ib_qp *ibqp)
+{
+	viw_qp_put(to_viw_qp(ibqp));
+}
+
+struct ib_qp *viw_iw_get_qp(struct ib_device *ibdev, int qpn)
+{
+	struct viw_qp *qp = viw_qp_lookup(to_viw_dev(ibdev), qpn);
+
+	if (!qp)
+		return NULL;
+	/* The caller takes its own reference with iw_add_ref. */
+	viw_qp_put(qp);
+	return &qp->ibqp;
+}
+
+/* ---- connection -------------------------------------------------------- */
+
+/**
+ * viw_qp_connect - bind a QP to an established MPA connection
+ * @qp: a QP in INIT or RTR
+ * @cep: the connection endpoint, referenced by the QP from now on
+ * @sock: its socket
+ * @conn: what MPA negotiated
+ *
+ * Moves the QP to RTS and starts the engine on WQEs posted before.
+ * Return: 0, or -EINVAL if the QP cannot take a connection (nothing then
+ * changes).
+ */
+int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
+		   struct socket *sock, const struct viw_qp_conn *conn)
+{
+	int rv = 0;
+
+	mutex_lock(&qp->state_lock);
+	if ((qp->state != IB_QPS_INIT && qp->state != IB_QPS_RTR) ||
+	    qp->cep) {
+		rv = -EINVAL;
+		goto out;
+	}
+	viw_cep_get(cep);
+	qp->cep = cep;
+	qp->sock = sock;
+	qp->crc = conn->crc;
+	qp->mulpdu = conn->mulpdu;
+	qp->ord = conn->ord;
+	qp->ird = conn->ird;
+	qp->rtr_expected = conn->rtr_expect;
+	qp->tx_msn_send = 1;
+	qp->tx_msn_rreq = 1;
+	qp->tx_msn_term = 1;
+	memset(&qp->rx, 0, sizeof(qp->rx));
+	qp->rx.msn_send = 1;
+	qp->rx.msn_rreq = 1;
+	qp->term_pending = false;
+	qp->term_sent = false;
+	viw_qp_set_kflags(qp, 0);
+	WRITE_ONCE(qp->state, IB_QPS_RTS);
+out:
+	mutex_unlock(&qp->state_lock);
+	if (!rv)
+		viw_tx_kick(qp);
+	return rv;
+}
+
+/*
+ * The connection is gone (the CEP released the socket, so the receive
+ * engine cannot run any more): stop the engine and let go of the CEP.
+ */
+void viw_qp_disconnect(struct viw_qp *qp)
+{
+	struct viw_cep *cep;
+
+	viw_qp_enter_error(qp);
+	cancel_work_sync(&qp->err_work);
+	mutex_lock(&qp->tx_lock);
+	qp->sock = NULL;
+	viw_tx_abort(qp);
+	mutex_unlock(&qp->tx_lock);
+	cancel_work_sync(&qp->tx_work);
+
+	viw_rx_reset(qp);
+	viw_rd_reset(qp);
+	mutex_lock(&qp->state_lock);
+	cep = qp->cep;
+	qp->cep = NULL;
+	mutex_unlock(&qp->state_lock);
+	if (cep)
+		viw_cep_put(cep);
+}
+
+/* Hold the transmit engine between FPDUs (for the FIN); false if busy. */
+bool viw_qp_tx_quiesce(struct viw_qp *qp)
+{
+	return mutex_trylock(&qp->tx_lock);
+}
+
+void viw_qp_tx_resume(struct viw_qp *qp)
+{
+	mutex_unlock(&qp->tx_lock);
+}
+
+/* Send the pending TERMINATE if the transmit engine is not stuck. */
+static void viw_qp_send_terminate(struct viw_qp *qp)
+{
+	if (!qp->term_pending || !mutex_trylock(&qp->tx_lock))
+		return;
+	if (qp->sock && !viw_tx_send_term(qp))
+		WRITE_ONCE(qp->term_sent, true);
+	qp->term_pending = false;
+	mutex_unlock(&qp->tx_lock);
+}
+
+static void viw_qp_err_work(struct work_struct *work)
+{
+	struct viw_qp *qp = container_of(work, struct viw_qp, err_work);
+
+	mutex_lock(&qp->state_lock);
+	if (qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD) {
+		WRITE_ONCE(qp->state, IB_QPS_SQE);
+		viw_qp_send_terminate(qp);
+		viw_qp_error_locked(qp);
+	}
+	mutex_unlock(&qp->state_lock);
+}
+
+/**
+ * viw_qp_fail - the QP hit an error it cannot recover from
+ * @qp: the QP
+ * @cause: if not NULL, the peer caused it: send a TERMINATE with @cause
+ *
+ * Safe from any context.  The QP goes to ERROR from a work item.
+ */
+void viw_qp_fail(struct viw_qp *qp, const struct viw_term_cause *cause)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->rd_lock, flags);
+	if (cause && !qp->term_pending) {
+		memset(&qp->term, 0, sizeof(qp->term));
+		qp->term.cause = *cause;
+		qp->term_pending = true;
+	}
+	spin_unlock_irqrestore(&qp->rd_lock, flags);
+	schedule_work(&qp->err_work);
+}
+
+/*
+ * The peer sent a TERMINATE: the oldest outstanding send WQE fails with
+ * what the peer reported, the consumer learns of it, and the QP stops.
+ */
+void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause)
+{
+	u8 status = viw_term_to_wc_status(cause);
+
+	viw_sq_fail_oldest(qp, status);
+	viw_qp_event(qp, cause->etype == VIW_RDMAP_ET_REMOTE_PROT &&
+			 cause->layer == VIW_TERM_RDMAP ?
+			 IB_EVENT_QP_ACCESS_ERR : IB_EVENT_QP_FATAL);
+	if (qp->cep)
+		viw_cep_post_event(qp->cep, VIW_CEP_EV_TERMINATED);
+	viw_qp_fail(qp, NULL);
+}
+
+bool viw_qp_term_sent(struct viw_qp *qp)
+{
+	return READ_ONCE(qp->term_sent);
+}

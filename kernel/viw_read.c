@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw: RDMA READ bookkeeping.
+ *
+ * The ORQ holds the READs this QP sent, oldest first; responses arrive in
+ * that order (RFC 5040), so only its head can be filled.  The IRQ holds
+ * the READs the peer sent; the transmit engine answers them in order.  The
+ * negotiated ORD and IRD bound the two queues.
+ */
+#include "viw.h"
+
+static u32 viw_rd_slot(u32 index, u32 size)
+{
+	return index % size;
+}
+
+bool viw_orq_busy(struct viw_qp *qp)
+{
+	return READ_ONCE(qp->orq_head) != READ_ONCE(qp->orq_tail);
+}
+
+bool viw_orq_full(struct viw_qp *qp)
+{
+	return qp->orq_tail - READ_ONCE(qp->orq_head) >= max_t(u8, qp->ord, 1);
+}
+
+static bool viw_orq_add(struct viw_qp *qp, const struct viw_orq_entry *ent)
+{
+	unsigned long flags;
+	bool ok = false;
+
+	spin_lock_irqsave(&qp->rd_lock, flags);
+	if (qp->orq_tail - qp->orq_head < VIW_MAX_ORD) {
+		qp->orq[viw_rd_slot(qp->orq_tail, VIW_MAX_ORD)] = *ent;
+		qp->orq_tail++;
+		ok = true;
+	}
+	spin_unlock_irqrestore(&qp->rd_lock, flags);
+	return ok;
+}
+
+bool viw_orq_push(struct viw_qp *qp, u32 sq_index,
+		  const struct viw_read_req *rr)
+{
+	struct viw_orq_entry ent = {
+		.sq_index = sq_index,
+		.sink_stag = rr->sink_stag,
+		.sink_to = rr->sink_to,
+		.size = rr->size,
+	};
+
+	return viw_orq_add(qp, &ent);
+}
+
+/* The zero-length READ of the MPA RTR: answered, but completes nothing. */
+bool viw_orq_push_internal(struct viw_qp *qp)
+{
+	struct viw_orq_entry ent = { .internal = true };
+
+	return viw_orq_add(qp, &ent);
+}
+
+/* Called by the receive engine only, which is the sole consumer. */
+struct viw_orq_entry *viw_orq_peek(struct viw_qp *qp)
+{
+	if (!viw_orq_busy(qp))
+		return NULL;
+	return &qp->orq[viw_rd_slot(qp->orq_head, VIW_MAX_ORD)];
+}
+
+/*
+ * @n more response bytes were placed for the head READ; @last ends it.
+ * A short response is an error of the responder.
+ */
+void viw_orq_progress(struct viw_qp *qp, u32 n, bool last)
+{
+	struct viw_orq_entry *ent = viw_orq_peek(qp);
+	unsigned long flags;
+	u32 sq_index;
+	bool internal, complete;
+
+	if (!ent)
+		return;
+	ent->got += n;
+	if (!last)
+		return;
+	complete = ent->got == ent->size;
+	sq_index = ent->sq_index;
+	internal = ent->internal;
+
+	spin_lock_irqsave(&qp->rd_lock, flags);
+	qp->orq_head++;
+	spin_unlock_irqrestore(&qp->rd_lock, flags);
+
+	if (!internal)
+		viw_sq_complete(qp, sq_index, complete ? VIW_CQE_SUCCESS :
+							 VIW_CQE_BAD_RESP_ERR);
+	if (!complete)
+		viw_qp_fail(qp, NULL);
+	/* A READ or a fenced WQE may be waiting for this one. */
+	viw_tx_kick(qp);
+}
+
+bool viw_irq_push(struct viw_qp *qp, const struct viw_irq_entry *ent)
+{
+	unsigned long flags;
+	bool ok = false;
+
+	spin_lock_irqsave(&qp->rd_lock, flags);
+	if (qp->irq_tail - qp->irq_head < max_t(u8, qp->ird, 1)) {
+		qp->irq[viw_rd_slot(qp->irq_tail, VIW_MAX_IRD)] = *ent;
+		qp->irq_tail++;
+		ok = true;
+	}
+	spin_unlock_irqrestore(&qp->rd_lock, flags);
+	return ok;
+}
+
+/* Called by the transmit engine only, which is the sole consumer. */
+struct viw_irq_entry *viw_irq_peek(struct viw_qp *qp)
+{
+	struct viw_irq_entry *ent = NULL;
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->rd_lock, flags);
+	if (qp->irq_head != qp->irq_tail)
+		ent = &qp->irq[viw_rd_slot(qp->irq_head, VIW_MAX_IRD)];
+	spin_unlock_irqrestore(&qp->rd_lock, flags);
+	return ent;
+}
+
+void viw_irq_pop(struct viw_qp *qp)
+{
+	struct viw_irq_entry *ent;
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->rd_lock, flags);
+	ent = &qp->irq[viw_rd_slot(qp->irq_head, VIW_MAX_IRD)];
+	if (ent->mr)
+		viw_mr_put(ent->mr);
+	ent->mr = NULL;
+	qp->irq_head++;
+	spin_unlock_irqrestore(&qp->rd_lock, flags);
+}
+
+/* Drop both queues when the QP stops; their WQEs are flushed. */
+void viw_rd_reset(struct viw_qp *qp)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->rd_lock, flags);
+	while (qp->irq_head != qp->irq_tail) {
+		struct viw_irq_entry *ent;
+
+		ent = &qp->irq[viw_rd_slot(qp->irq_head, VIW_MAX_IRD)];
+		if (ent->mr)
+			viw_mr_put(ent->mr);
+		ent->mr = NULL;
+		qp->irq_head++;
+	}
+	qp->orq_head = qp->orq_tail;
+	spin_unlock_irqrestore(&qp->rd_lock, flags);
+}

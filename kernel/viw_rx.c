@@ -1,0 +1,560 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw: the receive engine.
+ *
+ * Runs from the socket's data_ready callback (softirq, or process context
+ * when the socket was owned) through tcp_read_sock().  It parses the FPDU
+ * stream one segment at a time: header, payload, pad and CRC.  Every
+ * header is validated before its payload moves: a tagged segment must name
+ * an STag of the QP's PD with the access it needs and a range inside the
+ * MR; an untagged SEND needs the expected MSN and a receive WQE large
+ * enough.  Payload is copied straight from the skb into the target pages.
+ * Any violation stops the stream, and the QP sends a TERMINATE and goes to
+ * ERROR; the target memory is not written.
+ */
+#include <linux/crc32c.h>
+#include <linux/skbuff.h>
+#include <net/tcp.h>
+
+#include "viw.h"
+#include "viw_cm.h"
+
+static u16 viw_get_be16(const u8 *p)
+{
+	return (p[0] << 8) | p[1];
+}
+
+static void viw_rx_set_cause(struct viw_qp *qp, u8 layer, u8 etype, u8 ecode)
+{
+	qp->term.cause.layer = layer;
+	qp->term.cause.etype = etype;
+	qp->term.cause.ecode = ecode;
+}
+
+static int viw_rx_untagged_error(struct viw_qp *qp, u8 ecode)
+{
+	viw_rx_set_cause(qp, VIW_TERM_DDP, VIW_DDP_ET_UNTAGGED, ecode);
+	return -EPROTO;
+}
+
+void viw_rx_release_rqe(struct viw_rx *rx)
+{
+	int i;
+
+	for (i = 0; i < VIW_MAX_SGE; i++) {
+		if (rx->rqe_mr[i]) {
+			viw_mr_put(rx->rqe_mr[i]);
+			rx->rqe_mr[i] = NULL;
+		}
+	}
+	rx->rqe_active = false;
+}
+
+/* Drop every reference the engine holds.  RX must not be running. */
+void viw_rx_reset(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->rx;
+
+	if (rx->mr) {
+		viw_mr_put(rx->mr);
+		rx->mr = NULL;
+	}
+	viw_rx_release_rqe(rx);
+	rx->stage = VIW_RX_HDR;
+	rx->hdr_got = 0;
+	rx->hdr_need = 0;
+}
+
+/* Resolve the SGEs of the receive WQE just taken into rx->rqe. */
+static int viw_rx_bind_rqe(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->rx;
+	struct viw_term_cause cause;
+	struct ib_pd *pd = qp->srq ? qp->srq->ibsrq.pd : qp->ibqp.pd;
+	u32 max_sge = qp->srq ? qp->srq->max_sge : qp->rq.max_sge;
+	int i;
+
+	if (rx->rqe.num_sge > max_sge)
+		return -EINVAL;
+	for (i = 0; i < rx->rqe.num_sge; i++) {
+		struct viw_sge *sge = &rx->rqe.sge[i];
+
+		if (!sge->length)
+			continue;
+		rx->rqe_mr[i] = viw_mr_get(qp->vdev, pd, sge->lkey,
+					   IB_ACCESS_LOCAL_WRITE, sge->addr,
+					   sge->length, &cause);
+		if (!rx->rqe_mr[i])
+			return -EPERM;
+	}
+	return 0;
+}
+
+static u32 viw_rqe_capacity(const struct viw_rqe *rqe)
+{
+	u64 total = 0;
+	int i;
+
+	for (i = 0; i < rqe->num_sge && i < VIW_MAX_SGE; i++)
+		total += rqe->sge[i].length;
+	return min_t(u64, total, U32_MAX);
+}
+
+/* Take the receive WQE for a new incoming SEND. */
+static int viw_rx_take_rqe(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->rx;
+	int rv;
+
+	if (qp->srq)
+		rv = viw_srq_take(qp->srq, &rx->rqe);
+	else
+		rv = viw_rq_take(qp, &rx->rqe, &rx->rqe_index);
+	if (rv)
+		return viw_rx_untagged_error(qp,
+					     VIW_DDP_EC_UT_INVALID_MSN_NOBUF);
+	rx->rqe_from_srq = qp->srq;
+	rx->rqe_active = true;
+	rx->msg_len = 0;
+	if (viw_rx_bind_rqe(qp)) {
+		/* The WQE itself is bad: a local error, the QP stops. */
+		viw_rx_set_cause(qp, VIW_TERM_RDMAP, VIW_RDMAP_ET_CATASTROPHIC,
+				 VIW_RDMAP_EC_CATASTROPHIC_STREAM);
+		viw_rx_complete_rqe(qp, VIW_CQE_LOC_PROT_ERR);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static int viw_rx_start_send(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->rx;
+	struct viw_ddp_hdr *h = &rx->ddp;
+	int rv;
+
+	if (h->msn != rx->msn_send)
+		return viw_rx_untagged_error(qp,
+					     VIW_DDP_EC_UT_INVALID_MSN_RANGE);
+	if (h->mo != (rx->rqe_active ? rx->msg_len : 0))
+		return viw_rx_untagged_error(qp, VIW_DDP_EC_UT_INVALID_MO);
+	if (!rx->rqe_active) {
+		rv = viw_rx_take_rqe(qp);
+		if (rv)
+			return rv;
+	}
+	if ((u64)h->mo + rx->payload_len > viw_rqe_capacity(&rx->rqe))
+		return viw_rx_untagged_error(qp, VIW_DDP_EC_UT_MSG_TOOLONG);
+	return 0;
+}
+
+static int viw_rx_start_write(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->rx;
+
+	/* A zero-length WRITE places nothing; its STag is not checked. */
+	if (!rx->payload_len)
+		return 0;
+	if (!(qp->access & IB_ACCESS_REMOTE_WRITE)) {
+		viw_rx_set_cause(qp, VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_PROT,
+				 VIW_RDMAP_EC_ACCESS);
+		return -EPROTO;
+	}
+	rx->mr = viw_mr_get(qp->vdev, qp->ibqp.pd, rx->ddp.stag,
+			    IB_ACCESS_REMOTE_WRITE, rx->ddp.to,
+			    rx->payload_len, &qp->term.cause);
+	if (!rx->mr)
+		return -EPROTO;
+	rx->addr = rx->ddp.to;
+	return 0;
+}
+
+static int viw_rx_start_read_resp(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->rx;
+	struct viw_orq_entry *ent = viw_orq_peek(qp);
+
+	viw_rx_set_cause(qp, VIW_TERM_DDP, VIW_DDP_ET_TAGGED,
+			 VIW_DDP_EC_T_INVALID_STAG);
+	if (!ent || rx->ddp.stag != ent->sink_stag)
+		return -EPROTO;
+	if (rx->ddp.to != ent->sink_to + ent->got ||
+	    (u64)ent->got + rx->payload_len > ent->size) {
+		qp->term.cause.ecode = VIW_DDP_EC_T_BASE_BOUNDS;
+		return -EPROTO;
+	}
+	if (!rx->payload_len)
+		return 0;
+	rx->mr = viw_mr_get(qp->vdev, qp->ibqp.pd, rx->ddp.stag,
+			    IB_ACCESS_LOCAL_WRITE, rx->ddp.to,
+			    rx->payload_len, &qp->term.cause);
+	if (!rx->mr)
+		return -EPROTO;
+	rx->addr = rx->ddp.to;
+	return 0;
+}
+
+static int viw_rx_read_req(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->rx;
+	struct viw_irq_entry ent = {};
+
+	if (rx->ddp.msn != rx->msn_rreq)
+		return viw_rx_untagged_error(qp,
+					     VIW_DDP_EC_UT_INVALID_MSN_RANGE);
+	viw_read_req_decode(rx->hdr + VIW_MPA_LEN_SIZE +
+			    VIW_DDP_UNTAGGED_HDR_LEN, &ent.req);
+	if (ent.req.size) {
+		if (!(qp->access & IB_ACCESS_REMOTE_READ)) {
+			viw_rx_set_cause(qp, VIW_TERM_RDMAP,
+					 VIW_RDMAP_ET_REMOTE_PROT,
+					 VIW_RDMAP_EC_ACCESS);
+			return -EPROTO;
+		}
+		ent.mr = viw_mr_get(qp->vdev, qp->ibqp.pd, ent.req.src_stag,
+				    IB_ACCESS_REMOTE_READ, ent.req.src_to,
+				    ent.req.size, &qp->term.cause);
+		if (!ent.mr) {
+			qp->term.cause.layer = VIW_TERM_RDMAP;
+			qp->term.cause.etype = VIW_RDMAP_ET_REMOTE_PROT;
+			return -EPROTO;
+		}
+	}
+	if (!viw_irq_push(qp, &ent)) {
+		if (ent.mr)
+			viw_mr_put(ent.mr);
+		return viw_rx_untagged_error(qp,
+					     VIW_DDP_EC_UT_INVALID_MSN_RANGE);
+	}
+	rx->msn_rreq++;
+	viw_tx_kick(qp);
+	return 0;
+}
+
+/*
+ * The first message of a passive peer-to-peer connection must be the
+ * zero-length RTR that was agreed on.
+ */
+static int viw_rx_check_rtr(struct viw_qp *qp)
+{
+	static const u8 rtr_opcode[] = {
+		[VIW_RTR_SEND0] = VIW_RDMAP_SEND,
+		[VIW_RTR_WRITE0] = VIW_RDMAP_WRITE,
+		[VIW_RTR_READ0] = VIW_RDMAP_READ_REQ,
+	};
+	struct viw_rx *rx = &qp->rx;
+
+	if (rx->ddp.opcode != rtr_opcode[qp->rtr_expected] ||
+	    rx->payload_len || !rx->ddp.last) {
+		viw_rx_set_cause(qp, VIW_TERM_LLP, 0,
+				 VIW_LLP_EC_NO_MATCHING_RTR);
+		return -EPROTO;
+	}
+	if (rx->ddp.opcode == VIW_RDMAP_SEND)
+		rx->msn_send++;
+	return 0;
+}
+
+/* The header of a segment is complete: validate it and find its target. */
+static int viw_rx_start_segment(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->rx;
+	u32 hlen = rx->hdr_need - VIW_MPA_LEN_SIZE;
+	int rv;
+
+	rx->ulpdu_len = viw_get_be16(rx->hdr);
+	rv = viw_ddp_decode(rx->hdr + VIW_MPA_LEN_SIZE, hlen, &rx->ddp,
+			    &qp->term.cause);
+	if (rv)
+		return rv;
+	if (rx->ulpdu_len < hlen) {
+		viw_rx_set_cause(qp, VIW_TERM_LLP, 0, VIW_LLP_EC_FPDU_START);
+		return -EPROTO;
+	}
+	rx->payload_len = rx->ulpdu_len - hlen;
+	rx->payload_got = 0;
+	if (qp->crc)
+		rx->crc = crc32c(VIW_CRC_INIT, rx->hdr, rx->hdr_need);
+
+	if (qp->rtr_expected) {
+		rv = viw_rx_check_rtr(qp);
+		if (rv || rx->ddp.opcode != VIW_RDMAP_READ_REQ)
+			return rv;
+	}
+	switch (rx->ddp.opcode) {
+	case VIW_RDMAP_WRITE:
+		return viw_rx_start_write(qp);
+	case VIW_RDMAP_READ_RESP:
+		return viw_rx_start_read_resp(qp);
+	case VIW_RDMAP_READ_REQ:
+		if (rx->payload_len) {
+			viw_rx_set_cause(qp, VIW_TERM_LLP, 0,
+					 VIW_LLP_EC_FPDU_START);
+			return -EPROTO;
+		}
+		return viw_rx_read_req(qp);
+	case VIW_RDMAP_TERMINATE:
+		return 0;
+	default:
+		if (qp->rtr_expected)
+			return 0;
+		return viw_rx_start_send(qp);
+	}
+}
+
+static int viw_rx_hdr(struct viw_qp *qp, struct sk_buff *skb, u32 off,
+		      u32 avail)
+{
+	struct viw_rx *rx = &qp->rx;
+	u32 need = rx->hdr_need ? rx->hdr_need : VIW_MPA_LEN_SIZE + 2;
+	u32 n = min(avail, need - rx->hdr_got);
+	int rv;
+
+	if (skb_copy_bits(skb, off, rx->hdr + rx->hdr_got, n))
+		return -EFAULT;
+	rx->hdr_got += n;
+	if (rx->hdr_got < need)
+		return n;
+	if (!rx->hdr_need) {
+		u32 hlen = viw_ddp_hdr_len(rx->hdr + VIW_MPA_LEN_SIZE);
+
+		if (!hlen) {
+			rv = viw_ddp_decode(rx->hdr + VIW_MPA_LEN_SIZE, 2,
+					    &rx->ddp, &qp->term.cause);
+			if (!rv)
+				viw_rx_set_cause(qp, VIW_TERM_RDMAP,
+						 VIW_RDMAP_ET_REMOTE_OP,
+						 VIW_RDMAP_EC_OPCODE);
+			return -EPROTO;
+		}
+		rx->hdr_need = VIW_MPA_LEN_SIZE + hlen;
+		return n;
+	}
+	rv = viw_rx_start_segment(qp);
+	if (rv)
+		return rv;
+	rx->stage = rx->payload_len ? VIW_RX_PAYLOAD : VIW_RX_TRAILER;
+	rx->tr_got = 0;
+	rx->tr_need = viw_mpa_pad(rx->ulpdu_len) + VIW_MPA_CRC_SIZE;
+	return n;
+}
+
+/* Place @n payload bytes of a SEND into the receive WQE's buffers. */
+static int viw_rx_place_send(struct viw_qp *qp, struct sk_buff *skb,
+			     u32 off, u32 n)
+{
+	struct viw_rx *rx = &qp->rx;
+	u32 pos = rx->ddp.mo + rx->payload_got;
+	u32 *crc = qp->crc ? &rx->crc : NULL;
+	int i;
+
+	for (i = 0; i < rx->rqe.num_sge && n; i++) {
+		struct viw_sge *sge = &rx->rqe.sge[i];
+		u32 chunk;
+		int rv;
+
+		if (pos >= sge->length) {
+			pos -= sge->length;
+			continue;
+		}
+		chunk = min(n, sge->length - pos);
+		rv = viw_mr_copy_from_skb(rx->rqe_mr[i], sge->addr + pos, skb,
+					  off, chunk, crc);
+		if (rv)
+			return rv;
+		off += chunk;
+		n -= chunk;
+		pos = 0;
+	}
+	return n ? -EFAULT : 0;
+}
+
+/* Fold skb bytes that are not placed anywhere into the CRC. */
+static int viw_rx_crc_skb(struct viw_qp *qp, struct sk_buff *skb, u32 off,
+			  u32 n, u8 *keep, u32 keep_len)
+{
+	u8 buf[64];
+
+	while (n) {
+		u32 chunk = min_t(u32, n, sizeof(buf));
+
+		if (skb_copy_bits(skb, off, buf, chunk))
+			return -EFAULT;
+		if (qp->crc)
+			qp->rx.crc = crc32c(qp->rx.crc, buf, chunk);
+		if (keep && keep_len) {
+			u32 k = min(chunk, keep_len);
+
+			memcpy(keep, buf, k);
+			keep += k;
+			keep_len -= k;
+		}
+		off += chunk;
+		n -= chunk;
+	}
+	return 0;
+}
+
+static int viw_rx_payload(struct viw_qp *qp, struct sk_buff *skb, u32 off,
+			  u32 avail)
+{
+	struct viw_rx *rx = &qp->rx;
+	u32 n = min(avail, rx->payload_len - rx->payload_got);
+	u32 *crc = qp->crc ? &rx->crc : NULL;
+	int rv;
+
+	if (rx->mr) {
+		rv = viw_mr_copy_from_skb(rx->mr, rx->addr + rx->payload_got,
+					  skb, off, n, crc);
+	} else if (rx->rqe_active) {
+		rv = viw_rx_place_send(qp, skb, off, n);
+	} else {
+		u32 got = rx->payload_got;
+		u8 *keep = NULL;
+		u32 room = 0;
+
+		/* TERMINATE: keep its body for decoding */
+		if (got < sizeof(rx->term_body)) {
+			keep = rx->term_body + got;
+			room = sizeof(rx->term_body) - got;
+		}
+		rv = viw_rx_crc_skb(qp, skb, off, n, keep, room);
+	}
+	if (rv)
+		return rv;
+	rx->payload_got += n;
+	atomic64_add(n, &qp->stats.rx_bytes);
+	if (rx->payload_got == rx->payload_len)
+		rx->stage = VIW_RX_TRAILER;
+	return n;
+}
+
+/* A TERMINATE arrived: the peer reports an error and closes. */
+static void viw_rx_terminate(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->rx;
+	struct viw_term term = {};
+	u32 len = VIW_RDMAP_TERM_CTRL_LEN + rx->payload_len;
+	u8 body[VIW_RDMAP_TERM_CTRL_LEN + sizeof(rx->term_body)];
+
+	memcpy(body, rx->hdr + VIW_MPA_LEN_SIZE + VIW_DDP_UNTAGGED_HDR_LEN,
+	       VIW_RDMAP_TERM_CTRL_LEN);
+	memcpy(body + VIW_RDMAP_TERM_CTRL_LEN, rx->term_body,
+	       sizeof(rx->term_body));
+	if (viw_term_decode(body, min_t(u32, len, sizeof(body)), &term))
+		viw_rx_set_cause(qp, VIW_TERM_LLP, 0,
+				 VIW_LLP_EC_INVALID_REQ_RESP);
+	viw_qp_terminated(qp, &term.cause);
+}
+
+/* Everything of a segment arrived and checked: act on it. */
+static void viw_rx_end_segment(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->rx;
+
+	atomic64_inc(&qp->stats.rx_fpdus);
+	if (rx->mr) {
+		viw_mr_put(rx->mr);
+		rx->mr = NULL;
+	}
+	if (qp->rtr_expected) {
+		qp->rtr_expected = 0;
+		viw_cep_post_event(qp->cep, VIW_CEP_EV_RTR);
+		return;
+	}
+	switch (rx->ddp.opcode) {
+	case VIW_RDMAP_READ_RESP:
+		viw_orq_progress(qp, rx->payload_len, rx->ddp.last);
+		break;
+	case VIW_RDMAP_SEND:
+	case VIW_RDMAP_SEND_SE:
+	case VIW_RDMAP_SEND_INV:
+	case VIW_RDMAP_SEND_SE_INV:
+		rx->msg_len += rx->payload_len;
+		if (rx->ddp.last) {
+			rx->msn_send++;
+			viw_rx_complete_rqe(qp, VIW_CQE_SUCCESS);
+		}
+		break;
+	case VIW_RDMAP_TERMINATE:
+		viw_rx_terminate(qp);
+		break;
+	default:
+		break;
+	}
+}
+
+static int viw_rx_trailer(struct viw_qp *qp, struct sk_buff *skb, u32 off,
+			  u32 avail)
+{
+	struct viw_rx *rx = &qp->rx;
+	u32 n = min(avail, rx->tr_need - rx->tr_got);
+	u32 pad = rx->tr_need - VIW_MPA_CRC_SIZE;
+
+	if (skb_copy_bits(skb, off, rx->trailer + rx->tr_got, n))
+		return -EFAULT;
+	rx->tr_got += n;
+	if (rx->tr_got < rx->tr_need)
+		return n;
+
+	if (qp->crc) {
+		u32 crc = viw_crc_final(crc32c(rx->crc, rx->trailer, pad));
+
+		if (crc != viw_get_crc(rx->trailer + pad)) {
+			viw_rx_set_cause(qp, VIW_TERM_LLP, 0, VIW_LLP_EC_CRC);
+			return -EPROTO;
+		}
+	}
+	viw_rx_end_segment(qp);
+	rx->stage = rx->stage == VIW_RX_DEAD ? VIW_RX_DEAD : VIW_RX_HDR;
+	rx->hdr_got = 0;
+	rx->hdr_need = 0;
+	return n;
+}
+
+/* tcp_read_sock() actor: consume @len bytes of @skb from @off. */
+static int viw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
+			unsigned int off, size_t len)
+{
+	struct viw_qp *qp = desc->arg.data;
+	struct viw_rx *rx = &qp->rx;
+	size_t done = 0;
+
+	while (done < len && rx->stage != VIW_RX_DEAD) {
+		int rv;
+
+		switch (rx->stage) {
+		case VIW_RX_HDR:
+			rv = viw_rx_hdr(qp, skb, off + done, len - done);
+			break;
+		case VIW_RX_PAYLOAD:
+			rv = viw_rx_payload(qp, skb, off + done, len - done);
+			break;
+		default:
+			rv = viw_rx_trailer(qp, skb, off + done, len - done);
+			break;
+		}
+		if (rv < 0) {
+			rx->stage = VIW_RX_DEAD;
+			viw_qp_fail(qp, &qp->term.cause);
+			break;
+		}
+		done += rv;
+	}
+	/* A dead stream is drained and dropped until the close. */
+	return len;
+}
+
+/* The socket's data_ready while the QP is connected. */
+void viw_rx_data_ready(struct sock *sk)
+{
+	read_descriptor_t desc = { .count = 1 };
+	struct viw_cep *cep;
+
+	read_lock(&sk->sk_callback_lock);
+	cep = sk->sk_user_data;
+	if (cep && cep->qp) {
+		desc.arg.data = cep->qp;
+		tcp_read_sock(sk, &desc, viw_rx_actor);
+	}
+	read_unlock(&sk->sk_callback_lock);
+}

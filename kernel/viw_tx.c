@@ -1,0 +1,522 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw: the transmit engine.
+ *
+ * One work item per QP takes WQEs from the send queue, cuts them into
+ * FPDUs of at most MULPDU bytes and writes them to the TCP socket.  RDMA
+ * READ requests from the peer are answered between WQEs.  The engine
+ * copies each WQE once and checks every local STag it names before a byte
+ * is sent; a bad WQE completes in error and takes the QP to ERROR.
+ *
+ * Sends block while the socket buffer is full.  Closing or aborting the
+ * connection shuts the socket down, which ends any blocked send.
+ */
+#include <linux/bvec.h>
+#include <linux/crc32c.h>
+#include <linux/highmem.h>
+#include <linux/uio.h>
+#include <net/sock.h>
+
+#include "viw.h"
+
+/* FPDUs one run of the work item sends before it lets others run. */
+#define VIW_TX_BUDGET		64
+/* bio_vecs of one FPDU: header, payload pieces, trailer */
+#define VIW_TX_MAX_BVEC		(2 + 2 * VIW_MAX_SGE + 2)
+
+/* Layout of qp->tx_buf, one page. */
+#define VIW_TX_HDR_OFF		0
+#define VIW_TX_TRAILER_OFF	128
+#define VIW_TX_INLINE_OFF	192
+
+static struct workqueue_struct *viw_tx_wq;
+
+int viw_tx_init(void)
+{
+	viw_tx_wq = alloc_workqueue("viw_tx", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	return viw_tx_wq ? 0 : -ENOMEM;
+}
+
+void viw_tx_exit(void)
+{
+	destroy_workqueue(viw_tx_wq);
+}
+
+void viw_tx_kick(struct viw_qp *qp)
+{
+	queue_work(viw_tx_wq, &qp->tx_work);
+}
+
+static void viw_bvec_virt(struct bio_vec *bv, void *p, u32 len)
+{
+	bvec_set_page(bv, virt_to_page(p), len, offset_in_page(p));
+}
+
+static void viw_put_be16(u8 *p, u16 v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static u32 viw_crc_bvec(u32 crc, const struct bio_vec *bv, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		void *p = kmap_local_page(bv[i].bv_page);
+
+		crc = crc32c(crc, p + bv[i].bv_offset, bv[i].bv_len);
+		kunmap_local(p);
+	}
+	return crc;
+}
+
+/* Write all of @msg's iterator to the socket, blocking as needed. */
+static int viw_tx_sendmsg(struct viw_qp *qp, struct msghdr *msg)
+{
+	while (msg_data_left(msg)) {
+		int rv = sock_sendmsg(qp->sock, msg);
+
+		if (rv == -EAGAIN || rv == -EINTR || rv == -ERESTARTSYS) {
+			if (READ_ONCE(qp->state) != IB_QPS_RTS)
+				return -ECONNABORTED;
+			continue;
+		}
+		if (rv <= 0)
+			return rv ? rv : -EPIPE;
+	}
+	return 0;
+}
+
+/**
+ * viw_tx_fpdu - frame and send one DDP segment
+ * @qp: the QP, tx_lock held
+ * @hdr_len: DDP/RDMAP header length, the header is at tx_buf + 2
+ * @payload: payload pieces
+ * @npay: number of pieces
+ * @paylen: payload bytes
+ * @more: more FPDUs follow at once (MSG_MORE)
+ */
+static int viw_tx_fpdu(struct viw_qp *qp, u32 hdr_len,
+		       const struct bio_vec *payload, int npay, u32 paylen,
+		       bool more)
+{
+	u8 *hdr = qp->tx_buf + VIW_TX_HDR_OFF;
+	u8 *trailer = qp->tx_buf + VIW_TX_TRAILER_OFF;
+	u32 ulpdu = hdr_len + paylen;
+	u32 pad = viw_mpa_pad(ulpdu);
+	struct bio_vec bv[VIW_TX_MAX_BVEC];
+	struct msghdr msg = {
+		.msg_flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0),
+	};
+	int n = 0, rv;
+
+	viw_put_be16(hdr, ulpdu);
+	memset(trailer, 0, pad + VIW_MPA_CRC_SIZE);
+	if (qp->crc) {
+		u32 crc = crc32c(VIW_CRC_INIT, hdr, VIW_MPA_LEN_SIZE + hdr_len);
+
+		crc = viw_crc_bvec(crc, payload, npay);
+		crc = crc32c(crc, trailer, pad);
+		viw_put_crc(trailer + pad, viw_crc_final(crc));
+	}
+
+	viw_bvec_virt(&bv[n++], hdr, VIW_MPA_LEN_SIZE + hdr_len);
+	memcpy(&bv[n], payload, npay * sizeof(*payload));
+	n += npay;
+	viw_bvec_virt(&bv[n++], trailer, pad + VIW_MPA_CRC_SIZE);
+	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, bv, n,
+		      viw_fpdu_len(ulpdu));
+
+	rv = viw_tx_sendmsg(qp, &msg);
+	if (rv)
+		return rv;
+	atomic64_inc(&qp->stats.tx_fpdus);
+	atomic64_add(paylen, &qp->stats.tx_bytes);
+	return 0;
+}
+
+/* Send a zero-length message on its own: the MPA peer-to-peer RTR. */
+int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr)
+{
+	struct viw_ddp_hdr h = { .last = true };
+	int len, rv;
+
+	switch (rtr) {
+	case VIW_RTR_WRITE0:
+		h.opcode = VIW_RDMAP_WRITE;
+		h.tagged = true;
+		break;
+	case VIW_RTR_READ0:
+		h.opcode = VIW_RDMAP_READ_REQ;
+		h.qn = VIW_QN_READ_REQ;
+		h.msn = qp->tx_msn_rreq;
+		break;
+	default:
+		h.opcode = VIW_RDMAP_SEND;
+		h.qn = VIW_QN_SEND;
+		h.msn = qp->tx_msn_send;
+		break;
+	}
+
+	mutex_lock(&qp->tx_lock);
+	len = viw_ddp_encode(qp->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
+			     &h);
+	if (len > 0 && rtr == VIW_RTR_READ0) {
+		struct viw_read_req rr = {};
+
+		viw_read_req_encode(qp->tx_buf + VIW_MPA_LEN_SIZE + len, &rr);
+		len += VIW_RDMAP_READ_REQ_LEN;
+		if (!viw_orq_push_internal(qp))
+			len = -ENOSPC;
+	}
+	rv = len < 0 ? len : viw_tx_fpdu(qp, len, NULL, 0, 0, false);
+	if (!rv && rtr == VIW_RTR_READ0)
+		qp->tx_msn_rreq++;
+	else if (!rv && rtr == VIW_RTR_SEND0)
+		qp->tx_msn_send++;
+	mutex_unlock(&qp->tx_lock);
+	return rv;
+}
+
+static void viw_tx_release_mrs(struct viw_tx_wqe *tx)
+{
+	int i;
+
+	for (i = 0; i < VIW_MAX_SGE; i++) {
+		if (tx->mr[i]) {
+			viw_mr_put(tx->mr[i]);
+			tx->mr[i] = NULL;
+		}
+	}
+}
+
+/* Forget the WQE in progress (the QP left RTS; flush completes it). */
+void viw_tx_abort(struct viw_qp *qp)
+{
+	viw_tx_release_mrs(&qp->tx);
+	qp->tx.active = false;
+}
+
+/* Check the copied WQE; returns VIW_CQE_SUCCESS or its error status. */
+static u8 viw_tx_check_wqe(struct viw_qp *qp, struct viw_tx_wqe *tx)
+{
+	struct viw_sqe *sqe = &tx->sqe;
+	struct viw_term_cause cause;
+	int access = 0;
+	int i;
+
+	if (sqe->opcode > VIW_OP_MAX)
+		return VIW_CQE_LOC_QP_OP_ERR;
+	if (sqe->flags & VIW_WQE_INLINE) {
+		if (sqe->opcode == VIW_OP_READ ||
+		    sqe->inline_len > VIW_MAX_INLINE)
+			return VIW_CQE_LOC_QP_OP_ERR;
+		tx->len = sqe->inline_len;
+		return VIW_CQE_SUCCESS;
+	}
+	if (sqe->num_sge > qp->sq.max_sge ||
+	    (sqe->opcode == VIW_OP_READ && sqe->num_sge > VIW_MAX_SGE_RD))
+		return VIW_CQE_LOC_QP_OP_ERR;
+	if (sqe->opcode == VIW_OP_READ)
+		access = IB_ACCESS_LOCAL_WRITE;
+
+	tx->len = 0;
+	for (i = 0; i < sqe->num_sge; i++) {
+		struct viw_sge *sge = &sqe->sge[i];
+
+		if (!sge->length)
+			continue;
+		if (tx->len + sge->length < tx->len)
+			return VIW_CQE_LOC_LEN_ERR;
+		tx->mr[i] = viw_mr_get(qp->vdev, qp->ibqp.pd, sge->lkey, access,
+				       sge->addr, sge->length, &cause);
+		if (!tx->mr[i])
+			return VIW_CQE_LOC_PROT_ERR;
+		tx->len += sge->length;
+	}
+	return VIW_CQE_SUCCESS;
+}
+
+/* Take the next posted WQE.  Returns false if there is none. */
+static bool viw_tx_start_wqe(struct viw_qp *qp)
+{
+	struct viw_tx_wqe *tx = &qp->tx;
+	unsigned long flags;
+	struct viw_sqe *sqe;
+	u8 status;
+
+	spin_lock_irqsave(&qp->sq.lock, flags);
+	tx->index = qp->sq.fetch;
+	sqe = viw_sq_take(qp);
+	if (sqe)
+		tx->sqe = *sqe;
+	spin_unlock_irqrestore(&qp->sq.lock, flags);
+	if (!sqe)
+		return false;
+
+	tx->sent = 0;
+	tx->active = true;
+	status = viw_tx_check_wqe(qp, tx);
+	if (status != VIW_CQE_SUCCESS) {
+		viw_tx_abort(qp);
+		viw_sq_complete(qp, tx->index, status);
+		viw_qp_fail(qp, NULL);
+		return false;
+	}
+	return true;
+}
+
+/* Fill @bv with up to @len payload bytes of the WQE from offset @off. */
+static int viw_tx_payload(struct viw_qp *qp, u32 off, u32 len,
+			  struct bio_vec *bv)
+{
+	struct viw_tx_wqe *tx = &qp->tx;
+	int i, n = 0;
+
+	if (tx->sqe.flags & VIW_WQE_INLINE) {
+		u8 *data = qp->tx_buf + VIW_TX_INLINE_OFF;
+
+		memcpy(data, (u8 *)tx->sqe.sge + off, len);
+		viw_bvec_virt(&bv[0], data, len);
+		return len ? 1 : 0;
+	}
+	for (i = 0; i < tx->sqe.num_sge && len; i++) {
+		struct viw_sge *sge = &tx->sqe.sge[i];
+		u32 chunk;
+
+		if (off >= sge->length) {
+			off -= sge->length;
+			continue;
+		}
+		chunk = min(len, sge->length - off);
+		n += viw_mr_bvec(tx->mr[i], sge->addr + off, chunk, &bv[n],
+				 VIW_TX_MAX_BVEC - 2 - n);
+		len -= chunk;
+		off = 0;
+	}
+	return n;
+}
+
+static bool viw_tx_wqe_is_send(const struct viw_sqe *sqe)
+{
+	return sqe->opcode == VIW_OP_SEND || sqe->opcode == VIW_OP_SEND_INV;
+}
+
+static void viw_tx_build_hdr(struct viw_qp *qp, struct viw_ddp_hdr *h,
+			     u32 paylen)
+{
+	struct viw_tx_wqe *tx = &qp->tx;
+	struct viw_sqe *sqe = &tx->sqe;
+	bool se = sqe->flags & VIW_WQE_SOLICITED;
+
+	memset(h, 0, sizeof(*h));
+	h->last = tx->sent + paylen == tx->len;
+	if (sqe->opcode == VIW_OP_WRITE) {
+		h->opcode = VIW_RDMAP_WRITE;
+		h->tagged = true;
+		h->stag = sqe->rkey;
+		h->to = sqe->raddr + tx->sent;
+		return;
+	}
+	if (sqe->opcode == VIW_OP_SEND_INV) {
+		h->opcode = se ? VIW_RDMAP_SEND_SE_INV : VIW_RDMAP_SEND_INV;
+		h->inv_stag = sqe->inv_stag;
+	} else {
+		h->opcode = se ? VIW_RDMAP_SEND_SE : VIW_RDMAP_SEND;
+	}
+	h->qn = VIW_QN_SEND;
+	h->msn = qp->tx_msn_send;
+	h->mo = tx->sent;
+}
+
+/* Send the next FPDU of a SEND or WRITE; completes the WQE after its last. */
+static int viw_tx_data_fpdu(struct viw_qp *qp)
+{
+	struct viw_tx_wqe *tx = &qp->tx;
+	bool tagged = tx->sqe.opcode == VIW_OP_WRITE;
+	u32 room = qp->mulpdu - (tagged ? VIW_DDP_TAGGED_HDR_LEN :
+				 VIW_DDP_UNTAGGED_HDR_LEN);
+	struct bio_vec bv[VIW_TX_MAX_BVEC];
+	u32 paylen = min(tx->len - tx->sent, room);
+	struct viw_ddp_hdr h;
+	int n, hlen, rv;
+
+	n = viw_tx_payload(qp, tx->sent, paylen, bv);
+	viw_tx_build_hdr(qp, &h, paylen);
+	hlen = viw_ddp_encode(qp->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
+			      &h);
+	if (hlen < 0)
+		return hlen;
+	rv = viw_tx_fpdu(qp, hlen, bv, n, paylen, !h.last);
+	if (rv)
+		return rv;
+	tx->sent += paylen;
+	if (!h.last)
+		return 0;
+
+	if (viw_tx_wqe_is_send(&tx->sqe))
+		qp->tx_msn_send++;
+	viw_tx_release_mrs(tx);
+	tx->active = false;
+	viw_sq_complete(qp, tx->index, VIW_CQE_SUCCESS);
+	return 0;
+}
+
+/* Send the Read Request of a READ WQE; it completes with the response. */
+static int viw_tx_read_req(struct viw_qp *qp)
+{
+	struct viw_tx_wqe *tx = &qp->tx;
+	struct viw_sge *sge = &tx->sqe.sge[0];
+	struct viw_ddp_hdr h = {
+		.opcode = VIW_RDMAP_READ_REQ,
+		.last = true,
+		.qn = VIW_QN_READ_REQ,
+		.msn = qp->tx_msn_rreq,
+	};
+	struct viw_read_req rr = {
+		.sink_stag = tx->sqe.num_sge ? sge->lkey : 0,
+		.sink_to = tx->sqe.num_sge ? sge->addr : 0,
+		.size = tx->len,
+		.src_stag = tx->sqe.rkey,
+		.src_to = tx->sqe.raddr,
+	};
+	int hlen, rv;
+
+	hlen = viw_ddp_encode(qp->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
+			      &h);
+	if (hlen < 0)
+		return hlen;
+	viw_read_req_encode(qp->tx_buf + VIW_MPA_LEN_SIZE + hlen, &rr);
+	if (!viw_orq_push(qp, tx->index, &rr))
+		return -ENOSPC;
+	rv = viw_tx_fpdu(qp, hlen + VIW_RDMAP_READ_REQ_LEN, NULL, 0, 0, false);
+	if (rv)
+		return rv;
+	qp->tx_msn_rreq++;
+	viw_tx_release_mrs(tx);
+	tx->active = false;
+	return 0;
+}
+
+/* Send the next FPDU of the oldest inbound READ.  Returns 1 if sent. */
+static int viw_tx_read_resp(struct viw_qp *qp)
+{
+	struct viw_irq_entry *ent = viw_irq_peek(qp);
+	struct bio_vec bv[VIW_TX_MAX_BVEC];
+	struct viw_ddp_hdr h = {
+		.opcode = VIW_RDMAP_READ_RESP,
+		.tagged = true,
+	};
+	u32 room = qp->mulpdu - VIW_DDP_TAGGED_HDR_LEN;
+	u32 paylen;
+	int n = 0, hlen, rv;
+
+	if (!ent)
+		return 0;
+	paylen = min(ent->req.size - ent->sent, room);
+	if (paylen)
+		n = viw_mr_bvec(ent->mr, ent->req.src_to + ent->sent, paylen,
+				bv, VIW_TX_MAX_BVEC - 2);
+	h.last = ent->sent + paylen == ent->req.size;
+	h.stag = ent->req.sink_stag;
+	h.to = ent->req.sink_to + ent->sent;
+	hlen = viw_ddp_encode(qp->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
+			      &h);
+	if (hlen < 0)
+		return hlen;
+	rv = viw_tx_fpdu(qp, hlen, bv, n, paylen, !h.last);
+	if (rv)
+		return rv;
+	ent->sent += paylen;
+	if (h.last)
+		viw_irq_pop(qp);
+	return 1;
+}
+
+/* May the WQE in tx go on the wire now?  FENCE and ORD can hold it. */
+static bool viw_tx_wqe_ready(struct viw_qp *qp)
+{
+	struct viw_sqe *sqe = &qp->tx.sqe;
+
+	if ((sqe->flags & VIW_WQE_FENCE) && viw_orq_busy(qp))
+		return false;
+	if (sqe->opcode == VIW_OP_READ && viw_orq_full(qp))
+		return false;
+	return true;
+}
+
+/* One step of the engine: returns 1 if it sent, 0 if idle, or an error. */
+static int viw_tx_step(struct viw_qp *qp)
+{
+	int rv;
+
+	if (READ_ONCE(qp->state) != IB_QPS_RTS || !qp->sock)
+		return 0;
+	/* Answer the peer's READs between our messages. */
+	if (!qp->tx.active) {
+		rv = viw_tx_read_resp(qp);
+		if (rv)
+			return rv;
+		if (!viw_tx_start_wqe(qp))
+			return 0;
+	}
+	if (!viw_tx_wqe_ready(qp))
+		return 0;
+	if (qp->tx.sqe.opcode == VIW_OP_READ)
+		rv = viw_tx_read_req(qp);
+	else
+		rv = viw_tx_data_fpdu(qp);
+	return rv ? rv : 1;
+}
+
+static void viw_tx_work(struct work_struct *work)
+{
+	struct viw_qp *qp = container_of(work, struct viw_qp, tx_work);
+	int budget = VIW_TX_BUDGET;
+	int rv = 0;
+
+	mutex_lock(&qp->tx_lock);
+	while (budget--) {
+		rv = viw_tx_step(qp);
+		if (rv <= 0)
+			break;
+	}
+	if (READ_ONCE(qp->state) != IB_QPS_RTS && qp->tx.active)
+		viw_tx_abort(qp);
+	mutex_unlock(&qp->tx_lock);
+
+	if (rv > 0)
+		viw_tx_kick(qp);
+	else if (rv < 0 && READ_ONCE(qp->state) == IB_QPS_RTS)
+		viw_qp_fail(qp, NULL);
+}
+
+void viw_tx_qp_init(struct viw_qp *qp)
+{
+	INIT_WORK(&qp->tx_work, viw_tx_work);
+	mutex_init(&qp->tx_lock);
+}
+
+/* Send the QP's pending TERMINATE (tx_lock held). */
+int viw_tx_send_term(struct viw_qp *qp)
+{
+	struct viw_ddp_hdr h = {
+		.opcode = VIW_RDMAP_TERMINATE,
+		.last = true,
+		.qn = VIW_QN_TERMINATE,
+		.msn = qp->tx_msn_term,
+	};
+	u8 *p = qp->tx_buf + VIW_MPA_LEN_SIZE;
+	int hlen, blen;
+
+	hlen = viw_ddp_encode(p, VIW_MAX_HDR_LEN, &h);
+	if (hlen < 0)
+		return hlen;
+	blen = viw_term_encode(p + hlen, VIW_TX_TRAILER_OFF - VIW_MPA_LEN_SIZE -
+				   hlen, &qp->term);
+	if (blen < 0)
+		return blen;
+	qp->tx_msn_term++;
+	return viw_tx_fpdu(qp, hlen + blen, NULL, 0, 0, false);
+}

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw: user contexts and protection domains.
+ */
+#include <linux/vmalloc.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "viw.h"
+
+int viw_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata)
+{
+	struct viw_device *vdev = to_viw_dev(ibuctx->device);
+	struct viw_ucontext *uctx = to_viw_uctx(ibuctx);
+	struct viw_uresp_alloc_ctx uresp = {};
+	u64 key;
+	int rv;
+
+	if (udata->outlen < sizeof(uresp))
+		return -EINVAL;
+	if (!viw_obj_get(vdev, VIW_OBJ_UCTX))
+		return -ENOMEM;
+
+	uctx->db = vmalloc_user(VIW_DB_PAGE_SIZE);
+	if (!uctx->db) {
+		rv = -ENOMEM;
+		goto err_count;
+	}
+	/* No engine polls the rings yet: every post needs the system call. */
+	WRITE_ONCE(uctx->db->flags, VIW_DB_NEED_WAKEUP);
+
+	rv = viw_mmap_insert(ibuctx, uctx->db, VIW_DB_PAGE_SIZE,
+			     &uctx->db_entry, &key);
+	if (rv)
+		goto err_db;
+
+	uresp.abi_version = VIW_ABI_VERSION;
+	uresp.db_size = VIW_DB_PAGE_SIZE;
+	uresp.db_key = key;
+	uresp.sqe_size = sizeof(struct viw_sqe);
+	uresp.rqe_size = sizeof(struct viw_rqe);
+	uresp.cqe_size = sizeof(struct viw_cqe);
+	uresp.max_sge = VIW_MAX_SGE;
+	uresp.max_inline = VIW_MAX_INLINE;
+	rv = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
+	if (rv)
+		goto err_entry;
+	return 0;
+
+err_entry:
+	rdma_user_mmap_entry_remove(uctx->db_entry);
+err_db:
+	vfree(uctx->db);
+err_count:
+	viw_obj_put(vdev, VIW_OBJ_UCTX);
+	return rv;
+}
+
+void viw_dealloc_ucontext(struct ib_ucontext *ibuctx)
+{
+	struct viw_ucontext *uctx = to_viw_uctx(ibuctx);
+
+	rdma_user_mmap_entry_remove(uctx->db_entry);
+	vfree(uctx->db);
+	viw_obj_put(to_viw_dev(ibuctx->device), VIW_OBJ_UCTX);
+}
+
+int viw_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	if (!viw_obj_get(to_viw_dev(ibpd->device), VIW_OBJ_PD))
+		return -ENOMEM;
+	return 0;
+}
+
+int viw_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	viw_obj_put(to_viw_dev(ibpd->device), VIW_OBJ_PD);
+	return 0;
+}

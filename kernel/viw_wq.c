@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw: work queues (SQ and RQ) and their doorbells.
+ *
+ * The process writes WQEs into the mapped ring and rings the doorbell (the
+ * uverbs post command with no work requests).  The kernel copies each WQE
+ * exactly once into its shadow array and only ever looks at that copy, so
+ * a process rewriting the ring under the kernel's feet changes nothing.
+ * Slots [done, fetch) belong to the kernel; at most num_slots of them, so a
+ * process that keeps posting cannot make the kernel hold more.
+ */
+#include <linux/mm.h>
+#include <linux/slab.h>
+
+#include "viw.h"
+
+/* The flags word of both WQE formats, where ownership changes hands. */
+#define VIW_WQE_FLAGS_OFFSET 8
+
+static inline u16 *viw_wqe_flags(void *wqe)
+{
+	return wqe + VIW_WQE_FLAGS_OFFSET;
+}
+
+int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge)
+{
+	int rv;
+
+	BUILD_BUG_ON(offsetof(struct viw_sqe, flags) != VIW_WQE_FLAGS_OFFSET);
+	BUILD_BUG_ON(offsetof(struct viw_rqe, flags) != VIW_WQE_FLAGS_OFFSET);
+
+	rv = viw_ring_alloc(&wq->ring, num_slots, slot_size);
+	if (rv)
+		return rv;
+	wq->shadow = kvcalloc(num_slots, slot_size, GFP_KERNEL);
+	wq->status = kvcalloc(num_slots, sizeof(*wq->status), GFP_KERNEL);
+	if (!wq->shadow || !wq->status) {
+		kvfree(wq->shadow);
+		kvfree(wq->status);
+		wq->shadow = NULL;
+		viw_ring_free(&wq->ring);
+		return -ENOMEM;
+	}
+	wq->fetch = 0;
+	wq->done = 0;
+	wq->max_sge = max_sge;
+	spin_lock_init(&wq->lock);
+	return 0;
+}
+
+void viw_wq_free(struct viw_wq *wq)
+{
+	if (!wq->shadow)
+		return;
+	viw_ring_free(&wq->ring);
+	kvfree(wq->shadow);
+	kvfree(wq->status);
+	wq->shadow = NULL;
+	wq->status = NULL;
+}
+
+void viw_wq_set_kflags(struct viw_wq *wq, u32 kflags)
+{
+	if (wq->shadow)
+		WRITE_ONCE(wq->ring.ctrl->kflags, kflags);
+}
+
+static void *viw_wq_shadow(struct viw_wq *wq, u32 index)
+{
+	return wq->shadow +
+	       (size_t)(index & (wq->ring.num_slots - 1)) * wq->ring.slot_size;
+}
+
+static u8 *viw_wq_status(struct viw_wq *wq, u32 index)
+{
+	return &wq->status[index & (wq->ring.num_slots - 1)];
+}
+
+/*
+ * Take the next posted WQE from the ring into the shadow.  Returns the
+ * kernel's copy, or NULL if the slot at fetch is not posted or the kernel
+ * already owns every slot.
+ */
+static void *viw_wq_fetch(struct viw_wq *wq)
+{
+	void *slot, *copy;
+
+	if (wq->fetch - wq->done >= wq->ring.num_slots)
+		return NULL;
+	slot = viw_ring_slot(&wq->ring, wq->fetch);
+	/* Pairs with the provider's release store of VALID. */
+	if (!(smp_load_acquire(viw_wqe_flags(slot)) & VIW_WQE_VALID))
+		return NULL;
+	copy = viw_wq_shadow(wq, wq->fetch);
+	memcpy(copy, slot, wq->ring.slot_size);
+	*viw_wq_status(wq, wq->fetch) = VIW_CQE_SUCCESS;
+	/*
+	 * Clear VALID so that this slot is not taken again when fetch comes
+	 * round; the process reuses it only once cons has passed it.
+	 */
+	WRITE_ONCE(*viw_wqe_flags(slot), 0);
+	wq->fetch++;
+	return copy;
+}
+
+/* Retire the oldest kernel-owned WQE and give its slot back. */
+static void viw_wq_retire(struct viw_wq *wq)
+{
+	wq->done++;
+	/* The process may overwrite the slot once it sees cons pass it. */
+	smp_store_release(&wq->ring.ctrl->cons, wq->done);
+}
+
+static u8 viw_sqe_cqe_opcode(const struct viw_sqe *sqe)
+{
+	switch (sqe->opcode) {
+	case VIW_OP_WRITE:
+		return VIW_CQE_OP_WRITE;
+	case VIW_OP_READ:
+		return VIW_CQE_OP_READ;
+	default:
+		return VIW_CQE_OP_SEND;
+	}
+}
+
+static u32 viw_sqe_byte_len(const struct viw_sqe *sqe)
+{
+	u32 len = 0;
+	int i;
+
+	if (sqe->opcode != VIW_OP_READ)
+		return 0;
+	for (i = 0; i < min_t(int, sqe->num_sge, VIW_MAX_SGE); i++)
+		len += sqe->sge[i].length;
+	return len;
+}
+
+/* Complete the SQE at done with @status if it must be reported. */
+static void viw_sq_report(struct viw_qp *qp, u8 status)
+{
+	struct viw_sqe *sqe = viw_wq_shadow(&qp->sq, qp->sq.done);
+	struct viw_cqe_info info = {
+		.wr_id = sqe->wr_id,
+		.qp_id = qp->ibqp.qp_num,
+		.opcode = viw_sqe_cqe_opcode(sqe),
+		.status = status,
+		.byte_len = viw_sqe_byte_len(sqe),
+	};
+
+	if (status != VIW_CQE_SUCCESS || qp->sq_sig_all ||
+	    (sqe->flags & VIW_WQE_SIGNALED))
+		viw_cq_push(qp->scq, &info);
+}
+
+/* Retire finished SQEs in posting order.  Caller holds sq.lock. */
+static void viw_sq_retire_finished(struct viw_qp *qp)
+{
+	struct viw_wq *sq = &qp->sq;
+
+	while (sq->done != sq->fetch) {
+		u8 status = *viw_wq_status(sq, sq->done);
+
+		if (status == VIW_WQE_PENDING)
+			break;
+		viw_sq_report(qp, status);
+		viw_wq_retire(sq);
+	}
+}
+
+/**
+ * viw_sq_complete - an SQE the engine took has finished
+ * @qp: the QP
+ * @index: its SQ index
+ * @status: its completion status
+ *
+ * SQEs complete in posting order: one that finishes early waits for the
+ * ones before it.  An index the flush already retired is ignored.
+ */
+void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status)
+{
+	struct viw_wq *sq = &qp->sq;
+	unsigned long flags;
+
+	spin_lock_irqsave(&sq->lock, flags);
+	if (index - sq->done < sq->fetch - sq->done) {
+		*viw_wq_status(sq, index) = status;
+		viw_sq_retire_finished(qp);
+	}
+	spin_unlock_irqrestore(&sq->lock, flags);
+}
+
+/* Take the next posted SQE for the engine.  Caller holds sq.lock. */
+struct viw_sqe *viw_sq_take(struct viw_qp *qp)
+{
+	u32 index = qp->sq.fetch;
+	struct viw_sqe *sqe = viw_wq_fetch(&qp->sq);
+
+	if (sqe)
+		*viw_wq_status(&qp->sq, index) = VIW_WQE_PENDING;
+	return sqe;
+}
+
+/*
+ * Complete the kernel-owned WQEs and then every posted one, in order.  A
+ * WQE still in flight completes with FLUSH_ERR, one that validation
+ * rejected with its error, and an SQE that finished but waited for an
+ * earlier one with its own status.  A process that posts while this runs
+ * cannot keep the kernel here: one flush retires at most two rings' worth.
+ */
+static void viw_wq_flush_locked(struct viw_qp *qp, struct viw_wq *wq,
+				struct viw_cq *cq, bool is_sq)
+{
+	u32 budget = 2 * wq->ring.num_slots;
+
+	while (budget--) {
+		u8 status;
+
+		if (wq->done == wq->fetch) {
+			if (!(is_sq ? viw_sq_take(qp) : viw_wq_fetch(wq)))
+				break;
+		}
+		status = *viw_wq_status(wq, wq->done);
+		if (is_sq) {
+			if (status == VIW_WQE_PENDING)
+				status = VIW_CQE_WR_FLUSH_ERR;
+			viw_sq_report(qp, status);
+		} else {
+			struct viw_rqe *rqe = viw_wq_shadow(wq, wq->done);
+			struct viw_cqe_info info = {
+				.wr_id = rqe->wr_id,
+				.qp_id = qp->ibqp.qp_num,
+				.opcode = VIW_CQE_OP_RECV,
+				.status = status ? : VIW_CQE_WR_FLUSH_ERR,
+			};
+
+			viw_cq_push(cq, &info);
+		}
+		viw_wq_retire(wq);
+	}
+	wq->next = wq->done;
+}
+
+void viw_sq_flush(struct viw_qp *qp)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->sq.lock, flags);
+	viw_wq_flush_locked(qp, &qp->sq, qp->scq, true);
+	spin_unlock_irqrestore(&qp->sq.lock, flags);
+}
+
+void viw_rq_flush(struct viw_qp *qp)
+{
+	unsigned long flags;
+
+	if (qp->srq)
+		return;
+	spin_lock_irqsave(&qp->rq.lock, flags);
+	viw_wq_flush_locked(qp, &qp->rq, qp->rcq, false);
+	spin_unlock_irqrestore(&qp->rq.lock, flags);
+}
+
+/* Returns VIW_CQE_SUCCESS or the status the RQE must complete with. */
+static u8 viw_rqe_check(struct viw_qp *qp, const struct viw_rqe *rqe)
+{
+	struct viw_device *vdev = qp->vdev;
+	int i;
+
+	if (rqe->num_sge > qp->rq.max_sge)
+		return VIW_CQE_LOC_QP_OP_ERR;
+	for (i = 0; i < rqe->num_sge; i++) {
+		if (viw_check_sge(vdev, qp->ibqp.pd, &rqe->sge[i],
+				  IB_ACCESS_LOCAL_WRITE))
+			return VIW_CQE_LOC_PROT_ERR;
+	}
+	return VIW_CQE_SUCCESS;
+}
+
+/* Take and validate one more posted RQE.  Caller holds rq.lock. */
+static bool viw_rq_take_posted_one(struct viw_qp *qp)
+{
+	struct viw_rqe *rqe = viw_wq_fetch(&qp->rq);
+	u8 status;
+
+	if (!rqe)
+		return false;
+	status = viw_rqe_check(qp, rqe);
+	*viw_wq_status(&qp->rq, qp->rq.fetch - 1) = status;
+	return status == VIW_CQE_SUCCESS;
+}
+
+/*
+ * Take and validate newly posted RQEs.  Returns false when one is invalid:
+ * it keeps its error status in the shadow and the QP must go to ERROR,
+ * which completes it in its place in posting order.
+ */
+static bool viw_rq_take_posted(struct viw_qp *qp)
+{
+	u32 before;
+
+	do {
+		before = qp->rq.fetch;
+		if (!viw_rq_take_posted_one(qp))
+			return qp->rq.fetch == before;
+	} while (true);
+}
+
+/**
+ * viw_rq_take - give the receive engine the next receive WQE
+ * @qp: a QP without SRQ
+ * @rqe: where to copy the WQE
+ * @index: set to its RQ index, for viw_rx_complete_rqe()
+ *
+ * Return: 0, -ENOENT if none is posted, or -EINVAL if the next one is
+ * invalid (the QP then goes to ERROR).
+ */
+int viw_rq_take(struct viw_qp *qp, struct viw_rqe *rqe, u32 *index)
+{
+	struct viw_wq *rq = &qp->rq;
+	unsigned long flags;
+	int rv = 0;
+
+	spin_lock_irqsave(&rq->lock, flags);
+	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
+		rv = -ENOENT;
+	} else if (rq->next == rq->fetch && !viw_rq_take_posted_one(qp)) {
+		rv = rq->next == rq->fetch ? -ENOENT : -EINVAL;
+	} else if (*viw_wq_status(rq, rq->next) != VIW_CQE_SUCCESS) {
+		rv = -EINVAL;
+	} else {
+		*rqe = *(struct viw_rqe *)viw_wq_shadow(rq, rq->next);
+		*index = rq->next++;
+	}
+	spin_unlock_irqrestore(&rq->lock, flags);
+	if (rv == -EINVAL)
+		viw_qp_fail(qp, NULL);
+	return rv;
+}
+
+/* The receive WQE in qp->rx is complete (or failed) with @status. */
+void viw_rx_complete_rqe(struct viw_qp *qp, u8 status)
+{
+	struct viw_rx *rx = &qp->rx;
+	u8 op = rx->ddp.opcode;
+	struct viw_cqe_info info = {
+		.wr_id = rx->rqe.wr_id,
+		.qp_id = qp->ibqp.qp_num,
+		.opcode = VIW_CQE_OP_RECV,
+		.status = status,
+		.byte_len = rx->msg_len,
+	};
+	struct viw_wq *rq = &qp->rq;
+	unsigned long flags;
+
+	if (status == VIW_CQE_SUCCESS &&
+	    (op == VIW_RDMAP_SEND_SE || op == VIW_RDMAP_SEND_SE_INV))
+		info.flags |= VIW_CQE_SOLICITED;
+	if (status == VIW_CQE_SUCCESS &&
+	    (op == VIW_RDMAP_SEND_INV || op == VIW_RDMAP_SEND_SE_INV)) {
+		info.flags |= VIW_CQE_INV;
+		info.inv_stag = rx->ddp.inv_stag;
+	}
+
+	if (rx->rqe_from_srq) {
+		viw_cq_push(qp->rcq, &info);
+	} else {
+		spin_lock_irqsave(&rq->lock, flags);
+		/* The flush got there first if the QP left RTS. */
+		if (rx->rqe_index == rq->done && rq->done != rq->fetch) {
+			viw_cq_push(qp->rcq, &info);
+			viw_wq_retire(rq);
+		}
+		spin_unlock_irqrestore(&rq->lock, flags);
+	}
+	viw_rx_release_rqe(rx);
+}
+
+static int viw_rq_doorbell(struct viw_qp *qp)
+{
+	unsigned long flags;
+	bool valid = true;
+
+	spin_lock_irqsave(&qp->rq.lock, flags);
+	switch (READ_ONCE(qp->state)) {
+	case IB_QPS_ERR:
+		viw_wq_flush_locked(qp, &qp->rq, qp->rcq, false);
+		break;
+	case IB_QPS_RESET:
+		/* Taken when the QP leaves RESET. */
+		break;
+	default:
+		valid = viw_rq_take_posted(qp);
+		break;
+	}
+	spin_unlock_irqrestore(&qp->rq.lock, flags);
+
+	if (!valid)
+		viw_qp_enter_error(qp);
+	return 0;
+}
+
+static int viw_sq_doorbell(struct viw_qp *qp)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->sq.lock, flags);
+	/*
+	 * Outside ERROR and RTS, WQEs wait in the ring until the QP is
+	 * connected and the transmit engine takes them.
+	 */
+	if (READ_ONCE(qp->state) == IB_QPS_ERR)
+		viw_wq_flush_locked(qp, &qp->sq, qp->scq, true);
+	spin_unlock_irqrestore(&qp->sq.lock, flags);
+	if (READ_ONCE(qp->state) == IB_QPS_RTS)
+		viw_tx_kick(qp);
+	return 0;
+}
+
+/*
+ * uverbs post_send/post_recv with an empty list is viw's doorbell.  viw has
+ * no kernel QPs yet, so a list of work requests is never valid here.
+ */
+int viw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		  const struct ib_send_wr **bad_wr)
+{
+	if (wr) {
+		*bad_wr = wr;
+		return -EOPNOTSUPP;
+	}
+	return viw_sq_doorbell(to_viw_qp(ibqp));
+}
+
+int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		  const struct ib_recv_wr **bad_wr)
+{
+	struct viw_qp *qp = to_viw_qp(ibqp);
+
+	if (wr) {
+		*bad_wr = wr;
+		return -EOPNOTSUPP;
+	}
+	if (qp->srq)
+		return -EINVAL;
+	return viw_rq_doorbell(qp);
+}
+
+/* The peer reported an error: the oldest unfinished SQE takes it. */
+void viw_sq_fail_oldest(struct viw_qp *qp, u8 status)
+{
+	struct viw_wq *sq = &qp->sq;
+	unsigned long flags;
+	u32 i;
+
+	spin_lock_irqsave(&sq->lock, flags);
+	for (i = sq->done; i != sq->fetch; i++) {
+		if (*viw_wq_status(sq, i) == VIW_WQE_PENDING) {
+			*viw_wq_status(sq, i) = status;
+			break;
+		}
+	}
+	viw_sq_retire_finished(qp);
+	spin_unlock_irqrestore(&sq->lock, flags);
+}

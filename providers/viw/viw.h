@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * libviw: the rdma-core provider of viw, a software iWARP RNIC.
+ */
+#ifndef VIW_H
+#define VIW_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/viw-abi.h>
+
+#include "verbs_provider.h"
+#include "viw_ring.h"
+
+#define viw_container_of(ptr, type, member) \
+	((type *)((uint8_t *)(ptr) - offsetof(type, member)))
+
+struct viw_device {
+	struct verbs_device vdev;
+};
+
+struct viw_context {
+	struct verbs_context vctx;
+	struct viw_db_page *db;		/* the doorbell page */
+	size_t db_size;
+	uint32_t max_sge;
+	uint32_t max_inline;
+};
+
+/* A mapped ring and the lock that serialises this process's side of it. */
+struct viw_queue {
+	struct viw_ring ring;
+	void *map;
+	size_t map_size;
+	pthread_spinlock_t lock;
+};
+
+struct viw_cq {
+	struct ibv_cq ibv_cq;
+	struct viw_queue q;
+	uint32_t id;
+};
+
+struct viw_srq {
+	struct ibv_srq ibv_srq;
+	struct viw_queue q;
+	uint32_t id;
+	uint32_t max_sge;
+};
+
+struct viw_qp {
+	struct verbs_qp vqp;
+	struct viw_queue sq;
+	struct viw_queue rq;		/* unmapped when the QP uses an SRQ */
+	uint32_t id;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline;
+	bool sq_sig_all;
+	bool has_rq;
+};
+
+static inline struct viw_context *to_viw_ctx(struct ibv_context *ctx)
+{
+	return viw_container_of(ctx, struct viw_context, vctx.context);
+}
+
+static inline struct viw_cq *to_viw_cq(struct ibv_cq *cq)
+{
+	return viw_container_of(cq, struct viw_cq, ibv_cq);
+}
+
+static inline struct viw_srq *to_viw_srq(struct ibv_srq *srq)
+{
+	return viw_container_of(srq, struct viw_srq, ibv_srq);
+}
+
+static inline struct viw_qp *to_viw_qp(struct ibv_qp *qp)
+{
+	return viw_container_of(qp, struct viw_qp, vqp.qp);
+}
+
+/* viw_verbs.c: the slow path, through uverbs commands */
+int viw_query_device(struct ibv_context *ctx,
+		     const struct ibv_query_device_ex_input *input,
+		     struct ibv_device_attr_ex *attr, size_t attr_size);
+int viw_query_port(struct ibv_context *ctx, uint8_t port,
+		   struct ibv_port_attr *attr);
+struct ibv_pd *viw_alloc_pd(struct ibv_context *ctx);
+int viw_dealloc_pd(struct ibv_pd *pd);
+struct ibv_mr *viw_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
+			  uint64_t hca_va, int access);
+int viw_dereg_mr(struct verbs_mr *vmr);
+struct ibv_cq *viw_create_cq(struct ibv_context *ctx, int cqe,
+			     struct ibv_comp_channel *channel, int comp_vector);
+int viw_destroy_cq(struct ibv_cq *cq);
+struct ibv_qp *viw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+int viw_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+int viw_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		 struct ibv_qp_init_attr *init_attr);
+int viw_destroy_qp(struct ibv_qp *qp);
+struct ibv_srq *viw_create_srq(struct ibv_pd *pd,
+			       struct ibv_srq_init_attr *attr);
+int viw_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+		   int attr_mask);
+int viw_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int viw_destroy_srq(struct ibv_srq *srq);
+
+/* viw_post.c: the fast path, on the mapped rings */
+int viw_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad_wr);
+int viw_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr);
+int viw_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr);
+int viw_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+int viw_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+#endif /* VIW_H */

@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * libviw: the fast path.  Posting writes WQEs into the mapped SQ, RQ or
+ * SRQ ring, polling reads CQEs from the mapped CQ ring; neither makes a
+ * system call unless the kernel asks for one.
+ *
+ * After a batch the provider publishes the producer index, bumps the
+ * doorbell sequence and, behind a full barrier, reads the kernel's flags:
+ * VIW_DB_NEED_WAKEUP (no kernel engine is polling) or VIW_RING_KF_ERROR
+ * (the QP is in ERROR and only a doorbell gets new WQEs flushed) make it
+ * ring the doorbell, which is the uverbs post command with no work
+ * requests.  The barrier pairs with the kernel's, which sets NEED_WAKEUP
+ * before it takes its last look at the rings: either the kernel sees the
+ * new WQEs or the provider sees the flag.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "viw.h"
+
+/* Publish the batch and tell whether the kernel needs the system call. */
+static bool viw_doorbell_needed(struct viw_context *ctx, struct viw_queue *q)
+{
+	viw_ring_publish_prod(&q->ring);
+	__atomic_fetch_add(&ctx->db->seq, 1, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+
+	return (__atomic_load_n(&ctx->db->flags, __ATOMIC_RELAXED) &
+		VIW_DB_NEED_WAKEUP) ||
+	       (viw_ring_kflags(&q->ring) & VIW_RING_KF_ERROR);
+}
+
+static int viw_sq_opcode(enum ibv_wr_opcode opcode, uint8_t *op)
+{
+	switch (opcode) {
+	case IBV_WR_SEND:
+		*op = VIW_OP_SEND;
+		return 0;
+	case IBV_WR_SEND_WITH_INV:
+		*op = VIW_OP_SEND_INV;
+		return 0;
+	case IBV_WR_RDMA_WRITE:
+		*op = VIW_OP_WRITE;
+		return 0;
+	case IBV_WR_RDMA_READ:
+		*op = VIW_OP_READ;
+		return 0;
+	default:
+		return EINVAL;
+	}
+}
+
+#define VIW_SEND_FLAGS \
+	(IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_FENCE | \
+	 IBV_SEND_INLINE)
+
+static uint16_t viw_sqe_flags(const struct viw_qp *qp,
+			      const struct ibv_send_wr *wr)
+{
+	uint16_t flags = 0;
+
+	if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
+		flags |= VIW_WQE_SIGNALED;
+	if (wr->send_flags & IBV_SEND_SOLICITED)
+		flags |= VIW_WQE_SOLICITED;
+	if (wr->send_flags & IBV_SEND_FENCE)
+		flags |= VIW_WQE_FENCE;
+	if (wr->send_flags & IBV_SEND_INLINE)
+		flags |= VIW_WQE_INLINE;
+	return flags;
+}
+
+/* Total payload of an inline WR, or -1 if it does not fit. */
+static int64_t viw_inline_len(const struct viw_qp *qp,
+			      const struct ibv_send_wr *wr)
+{
+	uint64_t len = 0;
+	int i;
+
+	for (i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	return len > qp->max_inline ? -1 : (int64_t)len;
+}
+
+static int viw_check_send_wr(const struct viw_qp *qp,
+			     const struct ibv_send_wr *wr, uint8_t *op)
+{
+	if (viw_sq_opcode(wr->opcode, op))
+		return EINVAL;
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge)
+		return EINVAL;
+	if (wr->send_flags & ~VIW_SEND_FLAGS)
+		return EINVAL;
+	if (!(wr->send_flags & IBV_SEND_INLINE))
+		return 0;
+	/* Inline data goes out; a READ has nothing to send. */
+	if (*op == VIW_OP_READ || viw_inline_len(qp, wr) < 0)
+		return EINVAL;
+	return 0;
+}
+
+static void viw_sqe_copy_inline(struct viw_sqe *sqe,
+				const struct ibv_send_wr *wr)
+{
+	uint8_t *dst = (uint8_t *)sqe->sge;
+	uint32_t len = 0;
+	int i;
+
+	for (i = 0; i < wr->num_sge; i++) {
+		const struct ibv_sge *sge = &wr->sg_list[i];
+
+		memcpy(dst + len, (void *)(uintptr_t)sge->addr, sge->length);
+		len += sge->length;
+	}
+	sqe->num_sge = 0;
+	sqe->inline_len = len;
+}
+
+static void viw_sqe_copy_sges(struct viw_sqe *sqe,
+			      const struct ibv_send_wr *wr)
+{
+	int i;
+
+	for (i = 0; i < wr->num_sge; i++) {
+		sqe->sge[i].addr = wr->sg_list[i].addr;
+		sqe->sge[i].length = wr->sg_list[i].length;
+		sqe->sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	sqe->num_sge = wr->num_sge;
+	sqe->inline_len = 0;
+}
+
+/* Fill a slot the provider owns; its VALID bit stays clear. */
+static void viw_sqe_write(struct viw_sqe *sqe, const struct ibv_send_wr *wr,
+			  uint8_t op, uint16_t flags)
+{
+	__atomic_store_n(&sqe->flags, 0, __ATOMIC_RELAXED);
+	sqe->wr_id = wr->wr_id;
+	sqe->opcode = op;
+	sqe->inv_stag = op == VIW_OP_SEND_INV ? wr->invalidate_rkey : 0;
+	if (op == VIW_OP_WRITE || op == VIW_OP_READ) {
+		sqe->raddr = wr->wr.rdma.remote_addr;
+		sqe->rkey = wr->wr.rdma.rkey;
+	} else {
+		sqe->raddr = 0;
+		sqe->rkey = 0;
+	}
+	if (flags & VIW_WQE_INLINE)
+		viw_sqe_copy_inline(sqe, wr);
+	else
+		viw_sqe_copy_sges(sqe, wr);
+}
+
+static int viw_sq_post_one(struct viw_qp *qp, const struct ibv_send_wr *wr)
+{
+	struct viw_ring *ring = &qp->sq.ring;
+	struct viw_sqe *sqe;
+	uint16_t flags;
+	uint8_t op;
+	int rv;
+
+	if (viw_ring_full(ring))
+		return ENOMEM;
+	rv = viw_check_send_wr(qp, wr, &op);
+	if (rv)
+		return rv;
+
+	flags = viw_sqe_flags(qp, wr);
+	sqe = viw_ring_slot(ring, ring->head);
+	viw_sqe_write(sqe, wr, op, flags);
+	viw_wqe_publish(&sqe->flags, flags);
+	ring->head++;
+	return 0;
+}
+
+int viw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad_wr)
+{
+	struct viw_context *ctx = to_viw_ctx(ibqp->context);
+	struct viw_qp *qp = to_viw_qp(ibqp);
+	struct ibv_send_wr *db_bad;
+	bool ring_db = false;
+	int posted = 0;
+	int rv = 0;
+
+	pthread_spin_lock(&qp->sq.lock);
+	for (; wr; wr = wr->next, posted++) {
+		rv = viw_sq_post_one(qp, wr);
+		if (rv) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	if (posted)
+		ring_db = viw_doorbell_needed(ctx, &qp->sq);
+	pthread_spin_unlock(&qp->sq.lock);
+
+	/*
+	 * The WRs are in the ring even if the doorbell fails, so none of
+	 * them is reported as bad then; the next doorbell picks them up.
+	 */
+	if (ring_db) {
+		int db_rv = ibv_cmd_post_send(ibqp, NULL, &db_bad);
+
+		if (db_rv && !rv) {
+			*bad_wr = NULL;
+			rv = db_rv;
+		}
+	}
+	return rv;
+}
+
+static void viw_rqe_write(struct viw_rqe *rqe, const struct ibv_recv_wr *wr)
+{
+	int i;
+
+	__atomic_store_n(&rqe->flags, 0, __ATOMIC_RELAXED);
+	rqe->wr_id = wr->wr_id;
+	rqe->rsvd0 = 0;
+	rqe->rsvd1 = 0;
+	for (i = 0; i < wr->num_sge; i++) {
+		rqe->sge[i].addr = wr->sg_list[i].addr;
+		rqe->sge[i].length = wr->sg_list[i].length;
+		rqe->sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	rqe->num_sge = wr->num_sge;
+}
+
+static int viw_rq_post_one(struct viw_ring *ring, uint32_t max_sge,
+			   const struct ibv_recv_wr *wr)
+{
+	struct viw_rqe *rqe;
+
+	if (viw_ring_full(ring))
+		return ENOMEM;
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
+		return EINVAL;
+
+	rqe = viw_ring_slot(ring, ring->head);
+	viw_rqe_write(rqe, wr);
+	viw_wqe_publish(&rqe->flags, 0);
+	ring->head++;
+	return 0;
+}
+
+/*
+ * Post a list of receives to an RQ or SRQ ring.  Returns the errno of
+ * the first failing WR (then in *bad_wr) and whether to ring the doorbell.
+ */
+static int viw_post_recv_list(struct viw_context *ctx, struct viw_queue *q,
+			      uint32_t max_sge, struct ibv_recv_wr *wr,
+			      struct ibv_recv_wr **bad_wr, bool *ring_db)
+{
+	int posted = 0;
+	int rv = 0;
+
+	pthread_spin_lock(&q->lock);
+	for (; wr; wr = wr->next, posted++) {
+		rv = viw_rq_post_one(&q->ring, max_sge, wr);
+		if (rv) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	*ring_db = posted && viw_doorbell_needed(ctx, q);
+	pthread_spin_unlock(&q->lock);
+	return rv;
+}
+
+int viw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr)
+{
+	struct viw_context *ctx = to_viw_ctx(ibqp->context);
+	struct viw_qp *qp = to_viw_qp(ibqp);
+	struct ibv_recv_wr *db_bad;
+	bool ring_db;
+	int rv;
+
+	/* Receives of a QP on an SRQ go to the SRQ. */
+	if (!qp->has_rq) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	rv = viw_post_recv_list(ctx, &qp->rq, qp->max_recv_sge, wr, bad_wr,
+				&ring_db);
+	if (ring_db) {
+		int db_rv = ibv_cmd_post_recv(ibqp, NULL, &db_bad);
+
+		if (db_rv && !rv) {
+			*bad_wr = NULL;
+			rv = db_rv;
+		}
+	}
+	return rv;
+}
+
+int viw_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr)
+{
+	struct viw_context *ctx = to_viw_ctx(ibsrq->context);
+	struct viw_srq *srq = to_viw_srq(ibsrq);
+	struct ibv_recv_wr *db_bad;
+	bool ring_db;
+	int rv;
+
+	rv = viw_post_recv_list(ctx, &srq->q, srq->max_sge, wr, bad_wr,
+				&ring_db);
+	if (ring_db) {
+		int db_rv = ibv_cmd_post_srq_recv(ibsrq, NULL, &db_bad);
+
+		if (db_rv && !rv) {
+			*bad_wr = NULL;
+			rv = db_rv;
+		}
+	}
+	return rv;
+}
+
+static const enum ibv_wc_status viw_wc_status[VIW_CQE_STATUS_MAX + 1] = {
+	[VIW_CQE_SUCCESS] = IBV_WC_SUCCESS,
+	[VIW_CQE_LOC_LEN_ERR] = IBV_WC_LOC_LEN_ERR,
+	[VIW_CQE_LOC_QP_OP_ERR] = IBV_WC_LOC_QP_OP_ERR,
+	[VIW_CQE_LOC_PROT_ERR] = IBV_WC_LOC_PROT_ERR,
+	[VIW_CQE_WR_FLUSH_ERR] = IBV_WC_WR_FLUSH_ERR,
+	[VIW_CQE_BAD_RESP_ERR] = IBV_WC_BAD_RESP_ERR,
+	[VIW_CQE_LOC_ACCESS_ERR] = IBV_WC_LOC_ACCESS_ERR,
+	[VIW_CQE_REM_INV_REQ_ERR] = IBV_WC_REM_INV_REQ_ERR,
+	[VIW_CQE_REM_ACCESS_ERR] = IBV_WC_REM_ACCESS_ERR,
+	[VIW_CQE_REM_OP_ERR] = IBV_WC_REM_OP_ERR,
+	[VIW_CQE_GENERAL_ERR] = IBV_WC_GENERAL_ERR,
+};
+
+static enum ibv_wc_status viw_map_status(uint8_t status)
+{
+	if (status > VIW_CQE_STATUS_MAX)
+		return IBV_WC_GENERAL_ERR;
+	return viw_wc_status[status];
+}
+
+/* Returns false for an opcode the kernel should never have written. */
+static bool viw_map_opcode(uint8_t op, enum ibv_wc_opcode *opcode)
+{
+	switch (op) {
+	case VIW_CQE_OP_SEND:
+		*opcode = IBV_WC_SEND;
+		return true;
+	case VIW_CQE_OP_WRITE:
+		*opcode = IBV_WC_RDMA_WRITE;
+		return true;
+	case VIW_CQE_OP_READ:
+		*opcode = IBV_WC_RDMA_READ;
+		return true;
+	case VIW_CQE_OP_RECV:
+		*opcode = IBV_WC_RECV;
+		return true;
+	default:
+		*opcode = IBV_WC_SEND;
+		return false;
+	}
+}
+
+static void viw_cqe_to_wc(const struct viw_cqe *cqe, uint32_t flags,
+			  struct ibv_wc *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = cqe->wr_id;
+	wc->status = viw_map_status(cqe->status);
+	if (!viw_map_opcode(cqe->opcode, &wc->opcode))
+		wc->status = IBV_WC_GENERAL_ERR;
+	wc->vendor_err = cqe->vendor_err;
+	wc->byte_len = cqe->byte_len;
+	wc->qp_num = cqe->qp_id;
+	if (flags & VIW_CQE_INV) {
+		wc->wc_flags |= IBV_WC_WITH_INV;
+		wc->invalidated_rkey = cqe->inv_stag;
+	}
+}
+
+int viw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+{
+	struct viw_cq *cq = to_viw_cq(ibcq);
+	struct viw_ring *ring = &cq->q.ring;
+	int n;
+
+	pthread_spin_lock(&cq->q.lock);
+	for (n = 0; n < num_entries; n++) {
+		struct viw_cqe *cqe = viw_ring_slot(ring, ring->head);
+		uint32_t flags = viw_cqe_flags_acquire(cqe);
+
+		if (!(flags & VIW_CQE_VALID))
+			break;
+		viw_cqe_to_wc(cqe, flags, &wc[n]);
+		viw_cqe_release(cqe);
+		ring->head++;
+	}
+	if (n)
+		viw_ring_publish_cons(ring);
+	pthread_spin_unlock(&cq->q.lock);
+	return n;
+}
+
+int viw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	viw_cq_arm(to_viw_cq(ibcq)->q.ring.ctrl, solicited_only);
+	return 0;
+}

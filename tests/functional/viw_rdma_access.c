@@ -1,0 +1,1400 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw_rdma_access: remote access enforcement of an iWARP RNIC, checked
+ * over real rdma_cm connections between two hosts.
+ *
+ *   viw_rdma_access -s BIND_ADDR [-p PORT] [-t SECS]    (server)
+ *   viw_rdma_access -c SERVER_ADDR [-p PORT] [-t SECS]  (client)
+ *
+ * The server registers a 64 KiB buffer "target" (REMOTE_WRITE|REMOTE_READ,
+ * filled with 0xa5), a 4 KiB buffer "mr_local" (LOCAL_WRITE only, 0x3c) and
+ * a "stale" MR that it deregisters at once, and hands the client their
+ * addresses and rkeys in the rdma_accept private data.  The client runs one
+ * scenario per connection, and names it in its rdma_connect private data:
+ *
+ *   s0  WRITE 4 KiB to target+0, READ it back, READ the last 8 bytes of
+ *       target: all succeed, data matches; then a normal rdma_disconnect.
+ *   s1  WRITE with an unregistered rkey, then READ 8 bytes of target.
+ *   s2  READ with the stale (deregistered) rkey.
+ *   s3  WRITE to mr_local (valid rkey, no REMOTE_WRITE), then READ.
+ *   s4  READ of 8 bytes straddling the end of target (bounds).
+ *
+ * In s1..s4 every WR is signaled and a valid READ and WRITE trail the
+ * violation.  The client asserts, strictly: a WRITE in front of the
+ * violation completes with SUCCESS (it completes locally once sent), the
+ * violating READ or the READ behind the violating WRITE completes with
+ * REM_ACCESS_ERR (the TERMINATE reports a protection error: RDMAP remote
+ * protection or DDP tagged buffer error, never REM_OP_ERR), every WR
+ * behind it with WR_FLUSH_ERR, all in posting order and nothing more; the
+ * QP is in ERR; RDMA_CM_EVENT_DISCONNECTED arrives within 10 s.
+ *
+ * The server asserts for each connection: it is established, it ends with
+ * RDMA_CM_EVENT_DISCONNECTED, the QP is then in ERR, the server CQ stayed
+ * empty, mr_local is untouched and target is untouched (s0: holds exactly
+ * what the WRITE put there, and is restored afterwards).
+ *
+ * One "PASS name" or "FAIL name: why" line per check, "INFO" lines for
+ * context, and a final "N passed, N failed"; exit 0 only if all passed.
+ * Every wait has a deadline, and the whole run is bounded by -t (client
+ * 45 s, server 50 s by default).
+ */
+#define _GNU_SOURCE
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#define RA_MAGIC		0x76697761	/* "viwa" */
+#define RA_DEFAULT_PORT		"7479"
+#define RA_CLIENT_SECS		45
+#define RA_SERVER_SECS		50
+
+#define RA_TARGET_LEN		(64 * 1024)
+#define RA_LOCAL_LEN		4096
+#define RA_STALE_LEN		4096
+#define RA_TARGET_FILL		0xa5
+#define RA_LOCAL_FILL		0x3c
+#define RA_STALE_FILL		0x96
+#define RA_JUNK_FILL		0x5a
+
+#define RA_S0_LEN		4096	/* s0 writes target[0, 4096) */
+#define RA_PROBE_OFF		32768	/* valid 8-byte READs read here */
+#define RA_TRAIL_WRITE_OFF	8192	/* the trailing WRITE lands here */
+
+/* The client's buffer. */
+#define RA_CBUF_LEN		(32 * 1024)
+#define RA_L_SRC		0	/* s0 pattern, WRITE source */
+#define RA_L_BACK		4096	/* READ back of s0 */
+#define RA_L_PROBE		8192	/* 8-byte READ sinks, 64 bytes apart */
+#define RA_L_JUNK		12288	/* trailing WRITE source */
+
+#define RA_RD_DEPTH		4
+#define RA_QP_DEPTH		16
+#define RA_MAX_OPS		4
+
+#define RA_RESOLVE_MS		2000
+#define RA_EVENT_MS		3000
+#define RA_CONNECT_MS		10000
+#define RA_CQ_MS		5000
+#define RA_QP_ERR_MS		2000
+#define RA_DISC_MS		10000
+#define RA_SERVER_CONN_MS	20000
+#define RA_RETRY_MS		5000
+
+enum {
+	RA_S_VALID,
+	RA_S_BAD_RKEY,
+	RA_S_STALE_RKEY,
+	RA_S_NO_RIGHTS,
+	RA_S_BOUNDS,
+	RA_NUM_SCENARIOS,
+};
+
+static const char *const ra_scenario_names[RA_NUM_SCENARIOS] = {
+	[RA_S_VALID] = "valid WRITE and READ",
+	[RA_S_BAD_RKEY] = "WRITE with an unregistered rkey, then READ",
+	[RA_S_STALE_RKEY] = "READ with a deregistered rkey",
+	[RA_S_NO_RIGHTS] = "WRITE to an MR without REMOTE_WRITE, then READ",
+	[RA_S_BOUNDS] = "READ across the end of the MR",
+};
+
+/* Client -> server, in the rdma_connect private data (big endian). */
+struct ra_hello {
+	uint32_t magic;
+	uint32_t scenario;
+};
+
+/* Server -> client, in the rdma_accept private data (big endian). */
+struct ra_offer {
+	uint32_t magic;
+	uint32_t scenario;
+	uint64_t rw_addr;
+	uint64_t local_addr;
+	uint64_t stale_addr;
+	uint32_t rw_rkey;
+	uint32_t local_rkey;
+	uint32_t stale_rkey;
+	uint32_t reserved;
+};
+
+static int passed, failed;
+static long long run_deadline;
+
+static void pass(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void pass(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("PASS ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	passed++;
+}
+
+static void fail(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("FAIL %s: ", name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	failed++;
+}
+
+static void info(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("INFO ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+static void check(bool ok, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* PASS @name, or FAIL @name with the detail. */
+static void check(bool ok, const char *name, const char *fmt, ...)
+{
+	char detail[256];
+	va_list ap;
+
+	if (ok) {
+		pass("%s", name);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	fail(name, "%s", detail);
+}
+
+/* ---- time ---------------------------------------------------------------- */
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* A deadline @ms from now, never past the end of the run. */
+static long long deadline_in(int ms)
+{
+	long long d = now_ms() + ms;
+
+	return d < run_deadline ? d : run_deadline;
+}
+
+static int ms_left(long long deadline)
+{
+	long long left = deadline - now_ms();
+
+	return left > 0 ? (int)left : 0;
+}
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static const char *qp_state_str(int state)
+{
+	static const char *const names[] = {
+		[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT",
+		[IBV_QPS_RTR] = "RTR", [IBV_QPS_RTS] = "RTS",
+		[IBV_QPS_SQD] = "SQD", [IBV_QPS_SQE] = "SQE",
+		[IBV_QPS_ERR] = "ERR",
+	};
+
+	if (state >= 0 && state < (int)(sizeof(names) / sizeof(names[0])) &&
+	    names[state])
+		return names[state];
+	return "?";
+}
+
+/* The QP state from the kernel, or -errno. */
+static int qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	int rv = ibv_query_qp(qp, &attr, IBV_QP_STATE, &init);
+
+	return rv ? -rv : (int)attr.qp_state;
+}
+
+/* Poll the state until it is ERR or @ms passed; the last state seen. */
+static int wait_qp_err(struct ibv_qp *qp, int ms)
+{
+	long long end = deadline_in(ms);
+	int state;
+
+	for (;;) {
+		state = qp_state(qp);
+		if (state == IBV_QPS_ERR || state < 0 || now_ms() >= end)
+			return state;
+		usleep(10000);
+	}
+}
+
+static void check_qp_err(const char *name, struct ibv_qp *qp, int ms)
+{
+	int state = wait_qp_err(qp, ms);
+
+	if (state < 0)
+		fail(name, "ibv_query_qp: %s", strerror(-state));
+	else
+		check(state == IBV_QPS_ERR, name, "QP in %s, expected ERR",
+		      qp_state_str(state));
+}
+
+/* Poll until @n completions arrived or @deadline passed; how many came. */
+static int poll_cq_until(struct ibv_cq *cq, struct ibv_wc *wc, int n,
+			 long long deadline)
+{
+	int got = 0;
+
+	while (got < n) {
+		int rv = ibv_poll_cq(cq, n - got, wc + got);
+
+		if (rv < 0)
+			return got;
+		got += rv;
+		if (!rv) {
+			if (now_ms() >= deadline)
+				break;
+			usleep(1000);
+		}
+	}
+	return got;
+}
+
+/* Byte pattern s0 writes: position dependent, so misplaced data shows. */
+static uint8_t s0_byte(size_t i)
+{
+	return (uint8_t)(i * 13 + 7);
+}
+
+/* Offset of the first byte of @buf that differs from @fill, or -1. */
+static long find_not(const uint8_t *buf, size_t len, uint8_t fill)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (buf[i] != fill)
+			return (long)i;
+	return -1;
+}
+
+/* Offset of the first byte of @buf that differs from the s0 pattern. */
+static long find_not_s0(const uint8_t *buf)
+{
+	size_t i;
+
+	for (i = 0; i < RA_S0_LEN; i++)
+		if (buf[i] != s0_byte(i))
+			return (long)i;
+	return -1;
+}
+
+static int resolve(const char *host, const char *port, bool passive,
+		   struct sockaddr_storage *ss)
+{
+	struct addrinfo hints = {
+		.ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_STREAM,
+		.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0),
+	};
+	struct addrinfo *res;
+	int rv = getaddrinfo(host, port, &hints, &res);
+
+	if (rv) {
+		fail("setup", "getaddrinfo %s port %s: %s", host, port,
+		     gai_strerror(rv));
+		return -1;
+	}
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+/* A non-blocking event channel, or NULL with a description in @why. */
+static struct rdma_event_channel *create_channel(char *why, size_t why_len)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	int flags, err;
+
+	if (!ch) {
+		snprintf(why, why_len, "rdma_create_event_channel: %s (no "
+			 "RDMA device, or rdma_ucm not loaded?)",
+			 strerror(errno));
+		return NULL;
+	}
+	flags = fcntl(ch->fd, F_GETFL);
+	if (flags < 0 || fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+		err = errno;
+		snprintf(why, why_len, "fcntl O_NONBLOCK: %s", strerror(err));
+		rdma_destroy_event_channel(ch);
+		return NULL;
+	}
+	return ch;
+}
+
+/* The next CM event, waiting at most until @deadline; 0 or -errno. */
+static int cm_get(struct rdma_event_channel *ch, long long deadline,
+		  struct rdma_cm_event **ev)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+		int ms;
+
+		if (!rdma_get_cm_event(ch, ev))
+			return 0;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		ms = ms_left(deadline);
+		if (!ms)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+/*
+ * The next event must be @want.  Returns 0 with *@ev to ack, or -errno
+ * with a description in @why.
+ */
+static int cm_expect(struct rdma_event_channel *ch,
+		     enum rdma_cm_event_type want, int ms,
+		     struct rdma_cm_event **ev, char *why, size_t why_len)
+{
+	int rv = cm_get(ch, deadline_in(ms), ev);
+
+	if (rv) {
+		snprintf(why, why_len, "no %s within %d ms: %s",
+			 rdma_event_str(want), ms, strerror(-rv));
+		return rv;
+	}
+	if ((*ev)->event == want)
+		return 0;
+	snprintf(why, why_len, "got %s (status %d), expected %s",
+		 rdma_event_str((*ev)->event), (*ev)->status,
+		 rdma_event_str(want));
+	rv = (*ev)->event == RDMA_CM_EVENT_REJECTED ||
+	     (*ev)->event == RDMA_CM_EVENT_CONNECT_ERROR ||
+	     (*ev)->event == RDMA_CM_EVENT_UNREACHABLE ?
+	     -ECONNREFUSED : -EPROTO;
+	rdma_ack_cm_event(*ev);
+	return rv;
+}
+
+/* ---- client -------------------------------------------------------------- */
+
+struct ra_client {
+	struct sockaddr_storage dst;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	struct ra_offer peer;		/* host byte order */
+	uint32_t bad_rkey;
+	char why[256];
+};
+
+/* One signaled WR of a scenario and the completion status it must get. */
+struct ra_op {
+	const char *what;
+	enum ibv_wr_opcode opcode;
+	uint32_t loff;
+	uint32_t len;
+	uint64_t raddr;
+	uint32_t rkey;
+	enum ibv_wc_status want;
+};
+
+static void client_close(struct ra_client *c)
+{
+	if (c->id && c->id->qp)
+		rdma_destroy_qp(c->id);
+	if (c->cq)
+		ibv_destroy_cq(c->cq);
+	if (c->mr)
+		ibv_dereg_mr(c->mr);
+	if (c->pd)
+		ibv_dealloc_pd(c->pd);
+	if (c->id)
+		rdma_destroy_id(c->id);
+	if (c->ch)
+		rdma_destroy_event_channel(c->ch);
+	c->ch = NULL;
+	c->id = NULL;
+	c->pd = NULL;
+	c->cq = NULL;
+	c->mr = NULL;
+}
+
+static int client_alloc(struct ra_client *c)
+{
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {
+			.max_send_wr = RA_QP_DEPTH,
+			.max_recv_wr = 1,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+	};
+	int err;
+
+	c->pd = ibv_alloc_pd(c->id->verbs);
+	if (!c->pd)
+		goto err;
+	c->mr = ibv_reg_mr(c->pd, c->buf, RA_CBUF_LEN, IBV_ACCESS_LOCAL_WRITE);
+	if (!c->mr)
+		goto err;
+	c->cq = ibv_create_cq(c->id->verbs, 2 * RA_QP_DEPTH, NULL, NULL, 0);
+	if (!c->cq)
+		goto err;
+	attr.send_cq = c->cq;
+	attr.recv_cq = c->cq;
+	if (rdma_create_qp(c->id, c->pd, &attr))
+		goto err;
+	return 0;
+err:
+	err = errno;
+	snprintf(c->why, sizeof(c->why), "PD/MR/CQ/QP on %s: %s",
+		 ibv_get_device_name(c->id->verbs->device), strerror(err));
+	return -err;
+}
+
+static int client_parse_offer(struct ra_client *c, int sc,
+			      const struct rdma_conn_param *conn)
+{
+	struct ra_offer o;
+
+	if (!conn->private_data || conn->private_data_len < sizeof(o)) {
+		snprintf(c->why, sizeof(c->why),
+			 "accept private data is %u bytes, expected %zu",
+			 conn->private_data_len, sizeof(o));
+		return -EPROTO;
+	}
+	memcpy(&o, conn->private_data, sizeof(o));
+	c->peer.magic = be32toh(o.magic);
+	c->peer.scenario = be32toh(o.scenario);
+	c->peer.rw_addr = be64toh(o.rw_addr);
+	c->peer.local_addr = be64toh(o.local_addr);
+	c->peer.stale_addr = be64toh(o.stale_addr);
+	c->peer.rw_rkey = be32toh(o.rw_rkey);
+	c->peer.local_rkey = be32toh(o.local_rkey);
+	c->peer.stale_rkey = be32toh(o.stale_rkey);
+	if (c->peer.magic != RA_MAGIC || c->peer.scenario != (uint32_t)sc) {
+		snprintf(c->why, sizeof(c->why),
+			 "accept private data: magic %#x scenario %u",
+			 c->peer.magic, c->peer.scenario);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* rdma_connect and wait for ESTABLISHED with the server's offer. */
+static int client_connect_qp(struct ra_client *c, int sc)
+{
+	struct ra_hello hello = {
+		.magic = htobe32(RA_MAGIC), .scenario = htobe32(sc),
+	};
+	struct rdma_conn_param param = {
+		.private_data = &hello,
+		.private_data_len = sizeof(hello),
+		.responder_resources = RA_RD_DEPTH,
+		.initiator_depth = RA_RD_DEPTH,
+	};
+	struct rdma_cm_event *ev;
+	int rv;
+
+	if (rdma_connect(c->id, &param)) {
+		rv = -errno;
+		snprintf(c->why, sizeof(c->why), "rdma_connect: %s",
+			 strerror(errno));
+		return rv;
+	}
+	rv = cm_expect(c->ch, RDMA_CM_EVENT_ESTABLISHED, RA_CONNECT_MS, &ev,
+		       c->why, sizeof(c->why));
+	if (rv)
+		return rv;
+	rv = client_parse_offer(c, sc, &ev->param.conn);
+	rdma_ack_cm_event(ev);
+	return rv;
+}
+
+/* Channel, id, address and route, resources, connection. */
+static int client_connect(struct ra_client *c, int sc)
+{
+	struct rdma_cm_event *ev;
+	int rv;
+
+	c->ch = create_channel(c->why, sizeof(c->why));
+	if (!c->ch)
+		return -ENODEV;
+	if (rdma_create_id(c->ch, &c->id, c, RDMA_PS_TCP)) {
+		rv = -errno;
+		snprintf(c->why, sizeof(c->why), "rdma_create_id: %s",
+			 strerror(errno));
+		return rv;
+	}
+	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&c->dst,
+			      RA_RESOLVE_MS)) {
+		rv = -errno;
+		snprintf(c->why, sizeof(c->why), "rdma_resolve_addr: %s",
+			 strerror(errno));
+		return rv;
+	}
+	rv = cm_expect(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED, RA_EVENT_MS, &ev,
+		       c->why, sizeof(c->why));
+	if (rv)
+		return rv;
+	rdma_ack_cm_event(ev);
+	if (rdma_resolve_route(c->id, RA_RESOLVE_MS)) {
+		rv = -errno;
+		snprintf(c->why, sizeof(c->why), "rdma_resolve_route: %s",
+			 strerror(errno));
+		return rv;
+	}
+	rv = cm_expect(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, RA_EVENT_MS, &ev,
+		       c->why, sizeof(c->why));
+	if (rv)
+		return rv;
+	rdma_ack_cm_event(ev);
+	rv = client_alloc(c);
+	return rv ? rv : client_connect_qp(c, sc);
+}
+
+/*
+ * Connect for scenario @sc.  The first connection is retried for a few
+ * seconds while it is refused, in case the server is not listening yet.
+ */
+static bool client_connect_retry(struct ra_client *c, int sc, bool first)
+{
+	long long retry_end = deadline_in(RA_RETRY_MS);
+	char name[64];
+	int rv;
+
+	snprintf(name, sizeof(name), "s%d connect", sc);
+	for (;;) {
+		rv = client_connect(c, sc);
+		if (!rv) {
+			pass("%s", name);
+			return true;
+		}
+		client_close(c);
+		if (!first || rv != -ECONNREFUSED || now_ms() >= retry_end)
+			break;
+		info("%s: %s; retrying", name, c->why);
+		usleep(200000);
+	}
+	fail(name, "%s", c->why);
+	return false;
+}
+
+#define RA_OP(_what, _op, _loff, _len, _raddr, _rkey, _want) \
+	((struct ra_op){ .what = (_what), .opcode = (_op), .loff = (_loff), \
+			 .len = (_len), .raddr = (_raddr), .rkey = (_rkey), \
+			 .want = (_want) })
+
+/* The valid READ and WRITE posted behind a violation: both flushed. */
+static int add_trailers(const struct ra_offer *p, struct ra_op *ops, int n)
+{
+	ops[n++] = RA_OP("trailing READ", IBV_WR_RDMA_READ, RA_L_PROBE + 64, 8,
+			 p->rw_addr + RA_PROBE_OFF, p->rw_rkey,
+			 IBV_WC_WR_FLUSH_ERR);
+	ops[n++] = RA_OP("trailing WRITE", IBV_WR_RDMA_WRITE, RA_L_JUNK, 8,
+			 p->rw_addr + RA_TRAIL_WRITE_OFF, p->rw_rkey,
+			 IBV_WC_WR_FLUSH_ERR);
+	return n;
+}
+
+/* The WRs of scenario @sc, in posting order; how many. */
+static int build_ops(const struct ra_client *c, int sc, struct ra_op *ops)
+{
+	const struct ra_offer *p = &c->peer;
+	struct ra_op read_after = RA_OP("READ after it", IBV_WR_RDMA_READ,
+					RA_L_PROBE, 8,
+					p->rw_addr + RA_PROBE_OFF, p->rw_rkey,
+					IBV_WC_REM_ACCESS_ERR);
+	int n = 0;
+
+	switch (sc) {
+	case RA_S_VALID:
+		ops[n++] = RA_OP("WRITE 4 KiB", IBV_WR_RDMA_WRITE, RA_L_SRC,
+				 RA_S0_LEN, p->rw_addr, p->rw_rkey,
+				 IBV_WC_SUCCESS);
+		ops[n++] = RA_OP("READ 4 KiB back", IBV_WR_RDMA_READ,
+				 RA_L_BACK, RA_S0_LEN, p->rw_addr, p->rw_rkey,
+				 IBV_WC_SUCCESS);
+		ops[n++] = RA_OP("READ last 8 bytes", IBV_WR_RDMA_READ,
+				 RA_L_PROBE, 8,
+				 p->rw_addr + RA_TARGET_LEN - 8, p->rw_rkey,
+				 IBV_WC_SUCCESS);
+		return n;
+	case RA_S_BAD_RKEY:
+		ops[n++] = RA_OP("WRITE unregistered rkey", IBV_WR_RDMA_WRITE,
+				 RA_L_SRC, 64, p->rw_addr, c->bad_rkey,
+				 IBV_WC_SUCCESS);
+		ops[n++] = read_after;
+		break;
+	case RA_S_STALE_RKEY:
+		ops[n++] = RA_OP("READ stale rkey", IBV_WR_RDMA_READ,
+				 RA_L_PROBE, 8, p->stale_addr, p->stale_rkey,
+				 IBV_WC_REM_ACCESS_ERR);
+		break;
+	case RA_S_NO_RIGHTS:
+		ops[n++] = RA_OP("WRITE to mr_local", IBV_WR_RDMA_WRITE,
+				 RA_L_SRC, 64, p->local_addr, p->local_rkey,
+				 IBV_WC_SUCCESS);
+		ops[n++] = read_after;
+		break;
+	case RA_S_BOUNDS:
+		ops[n++] = RA_OP("READ 8 bytes at end-4", IBV_WR_RDMA_READ,
+				 RA_L_PROBE, 8,
+				 p->rw_addr + RA_TARGET_LEN - 4, p->rw_rkey,
+				 IBV_WC_REM_ACCESS_ERR);
+		break;
+	}
+	return add_trailers(p, ops, n);
+}
+
+static int client_post(struct ra_client *c, const struct ra_op *ops, int n)
+{
+	struct ibv_send_wr wr[RA_MAX_OPS], *bad;
+	struct ibv_sge sge[RA_MAX_OPS];
+	int i;
+
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < n; i++) {
+		sge[i] = (struct ibv_sge){
+			.addr = (uintptr_t)(c->buf + ops[i].loff),
+			.length = ops[i].len,
+			.lkey = c->mr->lkey,
+		};
+		wr[i].wr_id = i;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = ops[i].opcode;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].wr.rdma.remote_addr = ops[i].raddr;
+		wr[i].wr.rdma.rkey = ops[i].rkey;
+	}
+	return ibv_post_send(c->id->qp, wr, &bad);
+}
+
+/* Short names for the statuses this test expects, in check names. */
+static const char *wc_status_name(enum ibv_wc_status status)
+{
+	switch (status) {
+	case IBV_WC_SUCCESS:
+		return "SUCCESS";
+	case IBV_WC_REM_ACCESS_ERR:
+		return "REM_ACCESS_ERR";
+	case IBV_WC_REM_OP_ERR:
+		return "REM_OP_ERR";
+	case IBV_WC_REM_INV_REQ_ERR:
+		return "REM_INV_REQ_ERR";
+	case IBV_WC_WR_FLUSH_ERR:
+		return "WR_FLUSH_ERR";
+	case IBV_WC_LOC_PROT_ERR:
+		return "LOC_PROT_ERR";
+	case IBV_WC_GENERAL_ERR:
+		return "GENERAL_ERR";
+	default:
+		return ibv_wc_status_str(status);
+	}
+}
+
+static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE;
+}
+
+/* The i-th completion against the i-th WR. */
+static void check_wc(int sc, int i, const struct ra_op *op,
+		     const struct ibv_wc *wc, struct ibv_qp *qp)
+{
+	char name[96];
+
+	snprintf(name, sizeof(name), "s%d wc%d %s -> %s", sc, i, op->what,
+		 wc_status_name(op->want));
+	if (wc->wr_id != (uint64_t)i) {
+		fail(name, "completion %d is for wr_id %llu (%s): not in "
+		     "posting order", i, (unsigned long long)wc->wr_id,
+		     wc_status_name(wc->status));
+		return;
+	}
+	if (wc->status != op->want) {
+		fail(name, "status %s (%d), vendor_err %#x",
+		     wc_status_name(wc->status), wc->status, wc->vendor_err);
+		return;
+	}
+	if (wc->qp_num != qp->qp_num) {
+		fail(name, "qp_num %u, expected %u", wc->qp_num, qp->qp_num);
+		return;
+	}
+	if (wc->status == IBV_WC_SUCCESS &&
+	    wc->opcode != wc_opcode_of(op->opcode)) {
+		fail(name, "opcode %d, expected %d", wc->opcode,
+		     wc_opcode_of(op->opcode));
+		return;
+	}
+	if (wc->status == IBV_WC_SUCCESS && op->opcode == IBV_WR_RDMA_READ &&
+	    wc->byte_len != op->len) {
+		fail(name, "byte_len %u, expected %u", wc->byte_len, op->len);
+		return;
+	}
+	pass("%s", name);
+}
+
+static void client_check_wcs(struct ra_client *c, int sc,
+			     const struct ra_op *ops, int n)
+{
+	struct ibv_wc wc[RA_MAX_OPS + 1];
+	char name[96];
+	int got, i;
+
+	got = poll_cq_until(c->cq, wc, n, deadline_in(RA_CQ_MS));
+	for (i = 0; i < n; i++) {
+		if (i < got) {
+			check_wc(sc, i, &ops[i], &wc[i], c->id->qp);
+			continue;
+		}
+		snprintf(name, sizeof(name), "s%d wc%d %s -> %s", sc, i,
+			 ops[i].what, wc_status_name(ops[i].want));
+		fail(name, "no completion within %d ms (%d of %d arrived)",
+		     RA_CQ_MS, got, n);
+	}
+	usleep(100000);
+	got = ibv_poll_cq(c->cq, 1, wc);
+	snprintf(name, sizeof(name), "s%d no extra completion", sc);
+	check(got == 0, name, "wr_id %llu status %s",
+	      (unsigned long long)wc[0].wr_id,
+	      got > 0 ? wc_status_name(wc[0].status) : "poll error");
+}
+
+static void client_check_s0_data(struct ra_client *c)
+{
+	long off = find_not_s0(c->buf + RA_L_BACK);
+
+	check(off < 0, "s0 READ back returns the written 4 KiB",
+	      "byte %ld is %#x, expected %#x", off,
+	      off < 0 ? 0 : c->buf[RA_L_BACK + off],
+	      off < 0 ? 0 : s0_byte(off));
+	off = find_not(c->buf + RA_L_PROBE, 8, RA_TARGET_FILL);
+	check(off < 0, "s0 READ of the last 8 bytes returns the fill",
+	      "byte %ld is %#x, expected %#x", off,
+	      off < 0 ? 0 : c->buf[RA_L_PROBE + off], RA_TARGET_FILL);
+}
+
+static void client_wait_disconnected(struct ra_client *c, int sc)
+{
+	struct rdma_cm_event *ev;
+	char name[64];
+	int rv;
+
+	snprintf(name, sizeof(name), "s%d DISCONNECTED", sc);
+	rv = cm_expect(c->ch, RDMA_CM_EVENT_DISCONNECTED, RA_DISC_MS, &ev,
+		       c->why, sizeof(c->why));
+	if (rv) {
+		fail(name, "%s", c->why);
+		return;
+	}
+	if (sc != RA_S_VALID)
+		info("s%d DISCONNECTED status %d", sc, ev->status);
+	rdma_ack_cm_event(ev);
+	pass("%s", name);
+}
+
+static void client_fill(struct ra_client *c)
+{
+	size_t i;
+
+	memset(c->buf, 0, RA_CBUF_LEN);
+	for (i = 0; i < RA_S0_LEN; i++)
+		c->buf[RA_L_SRC + i] = s0_byte(i);
+	memset(c->buf + RA_L_JUNK, RA_JUNK_FILL, 64);
+}
+
+/* A random rkey that is none of the server's. */
+static uint32_t pick_bad_rkey(const struct ra_offer *p)
+{
+	uint32_t r = 0;
+
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		r = (uint32_t)(now_ms() * 2654435761u) ^ (uint32_t)getpid();
+	while (r == p->rw_rkey || r == p->local_rkey || r == p->stale_rkey)
+		r = r * 1103515245u + 12345u;
+	return r;
+}
+
+static void client_scenario(struct ra_client *c, int sc, bool first)
+{
+	struct ra_op ops[RA_MAX_OPS];
+	char name[64];
+	int n, rv;
+
+	info("s%d: %s", sc, ra_scenario_names[sc]);
+	client_fill(c);
+	if (!client_connect_retry(c, sc, first))
+		return;
+	if (sc == RA_S_BAD_RKEY) {
+		c->bad_rkey = pick_bad_rkey(&c->peer);
+		info("s1 uses rkey %#x", c->bad_rkey);
+	}
+	n = build_ops(c, sc, ops);
+	rv = client_post(c, ops, n);
+	snprintf(name, sizeof(name), "s%d post %d WRs", sc, n);
+	check(!rv, name, "ibv_post_send: %s", strerror(rv));
+	if (!rv)
+		client_check_wcs(c, sc, ops, n);
+	if (sc == RA_S_VALID) {
+		if (!rv)
+			client_check_s0_data(c);
+		if (rdma_disconnect(c->id))
+			fail("s0 rdma_disconnect", "%s", strerror(errno));
+	} else {
+		snprintf(name, sizeof(name), "s%d client QP in ERR", sc);
+		check_qp_err(name, c->id->qp, RA_QP_ERR_MS);
+	}
+	client_wait_disconnected(c, sc);
+	client_close(c);
+}
+
+static int run_client(const char *host, const char *port)
+{
+	struct ra_client c = { 0 };
+	int sc;
+
+	if (resolve(host, port, false, &c.dst))
+		return -1;
+	c.buf = aligned_alloc(4096, RA_CBUF_LEN);
+	if (!c.buf) {
+		fail("setup", "out of memory");
+		return -1;
+	}
+	for (sc = 0; sc < RA_NUM_SCENARIOS; sc++) {
+		if (!ms_left(run_deadline)) {
+			fail("run time", "s%d and later not run: out of time",
+			     sc);
+			break;
+		}
+		client_scenario(&c, sc, sc == 0);
+		if (sc == 0 && !c.peer.magic) {
+			fail("run", "s1..s%d not run: s0 never connected",
+			     RA_NUM_SCENARIOS - 1);
+			break;
+		}
+	}
+	free(c.buf);
+	return 0;
+}
+
+/* ---- server -------------------------------------------------------------- */
+
+struct ra_conn {
+	struct rdma_cm_id *id;
+	struct ibv_cq *cq;
+	int scenario;
+	bool established;
+	long long deadline;
+};
+
+struct ra_server {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen;
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+	uint8_t *target;
+	uint8_t *local;
+	uint8_t *stale;
+	struct ibv_mr *mr_rw;
+	struct ibv_mr *mr_local;
+	uint32_t stale_rkey;
+	struct ra_conn conn[RA_NUM_SCENARIOS];
+	bool done[RA_NUM_SCENARIOS];
+};
+
+static uint8_t *alloc_filled(size_t len, uint8_t fill)
+{
+	uint8_t *p = aligned_alloc(4096, len);
+
+	if (p)
+		memset(p, fill, len);
+	return p;
+}
+
+/* target, mr_local and a stale rkey, registered before any connection. */
+static int server_setup_mrs(struct ra_server *s)
+{
+	int remote = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		     IBV_ACCESS_REMOTE_READ;
+	struct ibv_mr *stale;
+
+	s->target = alloc_filled(RA_TARGET_LEN, RA_TARGET_FILL);
+	s->local = alloc_filled(RA_LOCAL_LEN, RA_LOCAL_FILL);
+	s->stale = alloc_filled(RA_STALE_LEN, RA_STALE_FILL);
+	if (!s->target || !s->local || !s->stale) {
+		fail("setup", "out of memory");
+		return -1;
+	}
+	s->pd = ibv_alloc_pd(s->verbs);
+	if (!s->pd) {
+		fail("setup", "ibv_alloc_pd: %s", strerror(errno));
+		return -1;
+	}
+	s->mr_rw = ibv_reg_mr(s->pd, s->target, RA_TARGET_LEN, remote);
+	s->mr_local = ibv_reg_mr(s->pd, s->local, RA_LOCAL_LEN,
+				 IBV_ACCESS_LOCAL_WRITE);
+	/* Registered last so that no later registration reuses its index. */
+	stale = ibv_reg_mr(s->pd, s->stale, RA_STALE_LEN, remote);
+	if (!s->mr_rw || !s->mr_local || !stale) {
+		fail("setup", "ibv_reg_mr: %s", strerror(errno));
+		return -1;
+	}
+	s->stale_rkey = stale->rkey;
+	if (ibv_dereg_mr(stale)) {
+		fail("setup", "ibv_dereg_mr: %s", strerror(errno));
+		return -1;
+	}
+	info("mr_rw rkey %#x, mr_local rkey %#x, stale rkey %#x",
+	     s->mr_rw->rkey, s->mr_local->rkey, s->stale_rkey);
+	return 0;
+}
+
+static int server_listen(struct ra_server *s, const char *host,
+			 const char *port)
+{
+	struct sockaddr_storage ss;
+	char why[256];
+
+	if (resolve(host, port, true, &ss))
+		return -1;
+	s->ch = create_channel(why, sizeof(why));
+	if (!s->ch) {
+		fail("setup", "%s", why);
+		return -1;
+	}
+	/* No context: accepted ids get theirs, other ids must have none. */
+	if (rdma_create_id(s->ch, &s->listen, NULL, RDMA_PS_TCP)) {
+		fail("setup", "rdma_create_id: %s", strerror(errno));
+		return -1;
+	}
+	if (rdma_bind_addr(s->listen, (struct sockaddr *)&ss)) {
+		fail("setup", "rdma_bind_addr %s: %s", host, strerror(errno));
+		return -1;
+	}
+	s->verbs = s->listen->verbs;
+	if (!s->verbs) {
+		fail("setup", "%s is not the address of an RDMA device", host);
+		return -1;
+	}
+	info("server on %s port %s, device %s", host, port,
+	     ibv_get_device_name(s->verbs->device));
+	if (server_setup_mrs(s))
+		return -1;
+	if (rdma_listen(s->listen, RA_NUM_SCENARIOS)) {
+		fail("setup", "rdma_listen: %s", strerror(errno));
+		return -1;
+	}
+	info("listening");
+	return 0;
+}
+
+static void server_close(struct ra_server *s)
+{
+	if (s->mr_rw)
+		ibv_dereg_mr(s->mr_rw);
+	if (s->mr_local)
+		ibv_dereg_mr(s->mr_local);
+	if (s->pd)
+		ibv_dealloc_pd(s->pd);
+	if (s->listen)
+		rdma_destroy_id(s->listen);
+	if (s->ch)
+		rdma_destroy_event_channel(s->ch);
+	free(s->target);
+	free(s->local);
+	free(s->stale);
+}
+
+static void server_offer(const struct ra_server *s, int sc,
+			 struct ra_offer *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->magic = htobe32(RA_MAGIC);
+	o->scenario = htobe32(sc);
+	o->rw_addr = htobe64((uintptr_t)s->target);
+	o->local_addr = htobe64((uintptr_t)s->local);
+	o->stale_addr = htobe64((uintptr_t)s->stale);
+	o->rw_rkey = htobe32(s->mr_rw->rkey);
+	o->local_rkey = htobe32(s->mr_local->rkey);
+	o->stale_rkey = htobe32(s->stale_rkey);
+}
+
+static void conn_free(struct ra_conn *conn)
+{
+	if (conn->id && conn->id->qp)
+		rdma_destroy_qp(conn->id);
+	if (conn->cq)
+		ibv_destroy_cq(conn->cq);
+	if (conn->id)
+		rdma_destroy_id(conn->id);
+	memset(conn, 0, sizeof(*conn));
+}
+
+/* QP and CQ for a connection request, and rdma_accept with the offer. */
+static int server_accept(struct ra_server *s, struct ra_conn *conn)
+{
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {
+			.max_send_wr = 4,
+			.max_recv_wr = 4,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+	};
+	struct ra_offer offer;
+	struct rdma_conn_param param = {
+		.private_data = &offer,
+		.private_data_len = sizeof(offer),
+		.responder_resources = RA_RD_DEPTH,
+		.initiator_depth = RA_RD_DEPTH,
+	};
+	const char *step = "ibv_create_cq";
+
+	conn->cq = ibv_create_cq(s->verbs, 16, NULL, NULL, 0);
+	if (!conn->cq)
+		goto err;
+	attr.send_cq = conn->cq;
+	attr.recv_cq = conn->cq;
+	step = "rdma_create_qp";
+	if (rdma_create_qp(conn->id, s->pd, &attr))
+		goto err;
+	server_offer(s, conn->scenario, &offer);
+	step = "rdma_accept";
+	if (rdma_accept(conn->id, &param))
+		goto err;
+	return 0;
+err:
+	fail("server accept", "s%d %s: %s", conn->scenario, step,
+	     strerror(errno));
+	return -1;
+}
+
+static void server_request(struct ra_server *s, struct rdma_cm_event *ev)
+{
+	const struct rdma_conn_param *p = &ev->param.conn;
+	struct rdma_cm_id *id = ev->id;
+	struct ra_hello hello = { 0 };
+	struct ra_conn *conn;
+	int sc;
+
+	if (p->private_data && p->private_data_len >= sizeof(hello))
+		memcpy(&hello, p->private_data, sizeof(hello));
+	rdma_ack_cm_event(ev);
+	sc = (int)be32toh(hello.scenario);
+	if (be32toh(hello.magic) != RA_MAGIC || sc < 0 ||
+	    sc >= RA_NUM_SCENARIOS || s->conn[sc].id ||
+	    id->verbs != s->verbs) {
+		fail("server connect request", "rejected: magic %#x "
+		     "scenario %d%s", be32toh(hello.magic), sc,
+		     id->verbs != s->verbs ? " on another device" : "");
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
+		return;
+	}
+	conn = &s->conn[sc];
+	conn->id = id;
+	conn->scenario = sc;
+	conn->deadline = deadline_in(RA_SERVER_CONN_MS);
+	id->context = conn;
+	info("server s%d: connection request", sc);
+	if (server_accept(s, conn)) {
+		rdma_reject(id, NULL, 0);
+		conn_free(conn);
+		s->done[sc] = true;
+	}
+}
+
+/*
+ * target after connection @sc: s0 leaves its pattern in [0, 4096), the
+ * others nothing.  Should s0 still be open (its DISCONNECTED not handled
+ * yet), [0, 4096) is left to it.  Restored to the fill afterwards, so
+ * that each connection starts from the fill whatever happened.
+ */
+static void server_check_target(struct ra_server *s, int sc)
+{
+	size_t start = 0;
+	char name[96];
+	long off;
+
+	if (sc == RA_S_VALID) {
+		off = find_not_s0(s->target);
+		check(off < 0, "server s0 target[0, 4096) holds the WRITE",
+		      "byte %ld is %#x, expected %#x", off,
+		      off < 0 ? 0 : s->target[off],
+		      off < 0 ? 0 : s0_byte(off));
+		memset(s->target, RA_TARGET_FILL, RA_S0_LEN);
+		start = RA_S0_LEN;
+		snprintf(name, sizeof(name), "server s0 rest of target "
+			 "unchanged");
+	} else {
+		if (s->conn[RA_S_VALID].id)
+			start = RA_S0_LEN;
+		snprintf(name, sizeof(name), "server s%d target unchanged",
+			 sc);
+	}
+	off = find_not(s->target + start, RA_TARGET_LEN - start,
+		       RA_TARGET_FILL);
+	if (off >= 0)
+		off += start;
+	check(off < 0, name, "byte %ld is %#x", off,
+	      off < 0 ? 0 : s->target[off]);
+	memset(s->target + start, RA_TARGET_FILL, RA_TARGET_LEN - start);
+}
+
+/* After DISCONNECTED: the QP, the CQ, mr_local and target. */
+static void server_check(struct ra_server *s, struct ra_conn *conn)
+{
+	int sc = conn->scenario;
+	char name[96];
+	struct ibv_wc wc;
+	long off;
+	int got;
+
+	snprintf(name, sizeof(name), "server s%d QP in ERR", sc);
+	check_qp_err(name, conn->id->qp, RA_QP_ERR_MS);
+
+	got = ibv_poll_cq(conn->cq, 1, &wc);
+	snprintf(name, sizeof(name), "server s%d no completions", sc);
+	check(got == 0, name, "wr_id %llu status %s",
+	      (unsigned long long)wc.wr_id,
+	      got > 0 ? wc_status_name(wc.status) : "poll error");
+
+	off = find_not(s->local, RA_LOCAL_LEN, RA_LOCAL_FILL);
+	snprintf(name, sizeof(name), "server s%d mr_local unchanged", sc);
+	check(off < 0, name, "byte %ld is %#x", off,
+	      off < 0 ? 0 : s->local[off]);
+
+	server_check_target(s, sc);
+}
+
+/* An event on an accepted connection. */
+static void server_conn_event(struct ra_server *s, struct ra_conn *conn,
+			      struct rdma_cm_event *ev)
+{
+	enum rdma_cm_event_type type = ev->event;
+	int status = ev->status;
+	int sc = conn->scenario;
+	char name[64];
+
+	rdma_ack_cm_event(ev);
+	snprintf(name, sizeof(name), "server s%d established", sc);
+	switch (type) {
+	case RDMA_CM_EVENT_ESTABLISHED:
+		conn->established = true;
+		pass("%s", name);
+		return;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		if (!conn->established)
+			fail(name, "DISCONNECTED before ESTABLISHED");
+		pass("server s%d DISCONNECTED", sc);
+		if (sc != RA_S_VALID)
+			info("server s%d DISCONNECTED status %d", sc, status);
+		server_check(s, conn);
+		break;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+		fail(name, "%s, status %d", rdma_event_str(type), status);
+		break;
+	default:
+		info("server s%d: ignoring %s", sc, rdma_event_str(type));
+		return;
+	}
+	conn_free(conn);
+	s->done[sc] = true;
+}
+
+static bool server_all_done(const struct ra_server *s)
+{
+	int i;
+
+	for (i = 0; i < RA_NUM_SCENARIOS; i++)
+		if (!s->done[i])
+			return false;
+	return true;
+}
+
+/* The earliest deadline: the run's or a connection's. */
+static long long server_next_deadline(struct ra_server *s)
+{
+	long long d = run_deadline;
+	int i;
+
+	for (i = 0; i < RA_NUM_SCENARIOS; i++)
+		if (s->conn[i].id && s->conn[i].deadline < d)
+			d = s->conn[i].deadline;
+	return d;
+}
+
+/* Give up on connections that did not end in time. */
+static void server_expire(struct ra_server *s)
+{
+	long long now = now_ms();
+	char name[64];
+	int i;
+
+	for (i = 0; i < RA_NUM_SCENARIOS; i++) {
+		struct ra_conn *conn = &s->conn[i];
+
+		if (!conn->id || conn->deadline > now)
+			continue;
+		snprintf(name, sizeof(name), "server s%d %s", i,
+			 conn->established ? "DISCONNECTED" : "established");
+		fail(name, "not within %d ms of the accept",
+		     RA_SERVER_CONN_MS);
+		rdma_disconnect(conn->id);
+		conn_free(conn);
+		s->done[i] = true;
+	}
+}
+
+static void server_loop(struct ra_server *s)
+{
+	struct rdma_cm_event *ev;
+	int i, rv;
+
+	while (!server_all_done(s) && ms_left(run_deadline)) {
+		rv = cm_get(s->ch, server_next_deadline(s), &ev);
+		if (rv == -ETIMEDOUT) {
+			server_expire(s);
+			continue;
+		}
+		if (rv) {
+			fail("server events", "rdma_get_cm_event: %s",
+			     strerror(-rv));
+			break;
+		}
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			server_request(s, ev);
+		} else if (ev->id != s->listen && ev->id->context) {
+			server_conn_event(s, ev->id->context, ev);
+		} else {
+			fail("server events", "%s on the listening id",
+			     rdma_event_str(ev->event));
+			rdma_ack_cm_event(ev);
+			if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
+				break;
+		}
+	}
+	for (i = 0; i < RA_NUM_SCENARIOS; i++) {
+		if (s->conn[i].id) {
+			fail("server run time", "s%d still connected", i);
+			rdma_disconnect(s->conn[i].id);
+			conn_free(&s->conn[i]);
+		} else if (!s->done[i]) {
+			fail("server run time", "no connection for s%d", i);
+		}
+	}
+}
+
+static int run_server(const char *host, const char *port)
+{
+	struct ra_server s = { 0 };
+
+	if (!server_listen(&s, host, port))
+		server_loop(&s);
+	server_close(&s);
+	return 0;
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static void usage(const char *prog)
+{
+	fprintf(stderr,
+		"usage: %s -s BIND_ADDR [-p PORT] [-t SECS]   (server)\n"
+		"       %s -c SERVER_ADDR [-p PORT] [-t SECS] (client)\n"
+		"  -p PORT  TCP port (default %s)\n"
+		"  -t SECS  bound on the whole run (default: client %d, "
+		"server %d)\n", prog, prog, RA_DEFAULT_PORT, RA_CLIENT_SECS,
+		RA_SERVER_SECS);
+}
+
+int main(int argc, char **argv)
+{
+	const char *port = RA_DEFAULT_PORT, *addr = NULL;
+	int opt, secs = 0;
+	bool server = false;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((opt = getopt(argc, argv, "s:c:p:t:h")) != -1) {
+		switch (opt) {
+		case 's':
+		case 'c':
+			if (addr) {
+				usage(argv[0]);
+				return 2;
+			}
+			server = opt == 's';
+			addr = optarg;
+			break;
+		case 'p':
+			port = optarg;
+			break;
+		case 't':
+			secs = atoi(optarg);
+			break;
+		default:
+			usage(argv[0]);
+			return 2;
+		}
+	}
+	if (!addr || optind != argc || secs < 0) {
+		usage(argv[0]);
+		return 2;
+	}
+	if (!secs)
+		secs = server ? RA_SERVER_SECS : RA_CLIENT_SECS;
+	run_deadline = now_ms() + secs * 1000LL;
+
+	if (server)
+		run_server(addr, port);
+	else
+		run_client(addr, port);
+	if (!passed && !failed)
+		fail("run", "no check ran");
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

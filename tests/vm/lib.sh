@@ -1,0 +1,243 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# shellcheck shell=bash
+#
+# Helpers for guest test scripts (tests/vm/guest/*.sh); runs inside the VM.
+#
+#   . "$(dirname "$0")/../lib.sh"
+#
+# Sourcing it turns on "set -eEuo pipefail" with a trap that names the
+# failing command and line, so a test stops at its first failing step.
+# (". lib.sh --lenient" skips that, for cleanup code.)
+#
+# Environment (set by tests/vm/guest-runner from the host's tests/vm/run):
+#   VIW_SRC    source tree          VIW_BUILD  build tree
+#   VIW_TEST   test name            VIW_OUT    writable per-test directory
+# The host root is mounted read-only: write only to $VIW_OUT, /tmp or /run.
+#
+# Main helpers:
+#   load_rdma_core, load_viw, load_driver TYPE (viw, rxe, siw)
+#   make_two_hosts [TYPE]  netns a/b, veth va/vb, 10.77.0.{1,2}/24,
+#                          fd77::{1,2}/64, RDMA links TYPE_a and TYPE_b
+#   in_a CMD..., in_b CMD...   run in namespace a / b
+#   wait_for SECS CMD...       poll CMD until it succeeds or SECS pass
+#   expect_fail CMD...         CMD must fail
+#   cleanup_hosts, unload_viw, vm_cleanup
+
+if [ "${1:-}" != --lenient ]; then
+	set -eEuo pipefail
+	trap '_vm_err $? "$BASH_COMMAND" $LINENO' ERR
+fi
+
+# ERR trap: name the failing command and where it ran, innermost first.
+_vm_err() {
+	local rc=$1 cmd=$2 where i
+	where="${BASH_SOURCE[1]##*/}:$3"
+	for ((i = 1; i < ${#BASH_LINENO[@]} - 1; i++)); do
+		where="$where <- ${BASH_SOURCE[i + 1]##*/}:${BASH_LINENO[i]}"
+	done
+	echo "FAIL: '$cmd' exited $rc at $where" >&2
+}
+
+: "${VIW_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+: "${VIW_BUILD:=$VIW_SRC/build}"
+: "${VIW_OUT:=/tmp}"
+export VIW_SRC VIW_BUILD VIW_OUT
+
+# The viw provider, loaded by libibverbs as $RDMAV_DRIVERS-rdmav34.so.  Only
+# exported when built, so that rxe/siw-only tests do not get a load warning.
+VIW_PROVIDER=$VIW_BUILD/lib/libviw
+if [ -e "$VIW_PROVIDER-rdmav34.so" ]; then
+	export RDMAV_DRIVERS=$VIW_PROVIDER
+fi
+
+# Addresses of the two hosts.
+NS_A=a NS_B=b
+IF_A=va IF_B=vb
+IP_A=10.77.0.1 IP_B=10.77.0.2
+IP6_A=fd77::1 IP6_B=fd77::2
+export NS_A NS_B IF_A IF_B IP_A IP_B IP6_A IP6_B
+
+# A static busybox the VM's /init leaves here (ping, dmesg -c, ...).
+BUSYBOX=/run/vmtest/busybox
+[ -x "$BUSYBOX" ] || BUSYBOX=busybox
+
+_t0=$(cut -d' ' -f1 /proc/uptime)
+
+# log MSG...: time-stamped progress line.
+log() {
+	local now
+	now=$(cut -d' ' -f1 /proc/uptime)
+	awk -v a="$_t0" -v b="$now" -v m="$*" 'BEGIN { printf "[%6.1fs] %s\n", b - a, m }'
+}
+
+# die MSG...: fail the test with MSG (tests/vm/run shows the first FAIL: line).
+die() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# run CMD...: echo then run, so the log shows what produced the output.
+run() {
+	echo "+ $*"
+	"$@"
+}
+
+# expect_fail CMD...: CMD must exit non-zero and print something on
+# stdout/stderr (an error message).  Its output is shown.
+expect_fail() {
+	local out rc=0
+	echo "+ (expect failure) $*"
+	out=$("$@" 2>&1) || rc=$?
+	[ -n "$out" ] && printf '%s\n' "$out" | sed 's/^/    /'
+	[ "$rc" -ne 0 ] || die "expected failure but succeeded: $*"
+	[ -n "$out" ] || die "failed without an error message: $*"
+}
+
+# wait_for SECS CMD...: poll CMD every 0.1 s until it succeeds; 1 on timeout.
+wait_for() {
+	local secs=$1 deadline now
+	shift
+	deadline=$(awk -v u="$(cut -d' ' -f1 /proc/uptime)" -v s="$secs" 'BEGIN { print u + s }')
+	while ! "$@" >/dev/null 2>&1; do
+		now=$(cut -d' ' -f1 /proc/uptime)
+		if awk -v n="$now" -v d="$deadline" 'BEGIN { exit !(n > d) }'; then
+			echo "wait_for: gave up after ${secs}s: $*" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+in_a() { ip netns exec "$NS_A" "$@"; }
+in_b() { ip netns exec "$NS_B" "$@"; }
+
+ib_dev_exists() { [ -e "/sys/class/infiniband/$1" ]; }
+ib_dev_gone() { [ ! -e "/sys/class/infiniband/$1" ]; }
+module_loaded() { [ -d "/sys/module/$1" ]; }
+
+# load_rdma_core: the RDMA core modules (from the shared root) and veth.
+load_rdma_core() {
+	local m
+	for m in ib_core libcrc32c iw_cm ib_uverbs rdma_cm rdma_ucm veth; do
+		module_loaded "$m" || modprobe "$m" || die "modprobe $m failed"
+	done
+}
+
+# load_viw: load the freshly built $VIW_BUILD/kernel/viw.ko (reloading it if
+# an older copy is loaded).
+load_viw() {
+	local ko=$VIW_BUILD/kernel/viw.ko
+	[ -f "$ko" ] || die "$ko not built"
+	load_rdma_core
+	module_loaded viw && unload_viw
+	run insmod "$ko" || die "insmod viw.ko failed"
+	module_loaded viw || die "viw not in /sys/module after insmod"
+}
+
+# unload_viw: rmmod viw, retrying for a few seconds while references drain.
+unload_viw() {
+	module_loaded viw || return 0
+	wait_for 10 rmmod viw || die "rmmod viw failed: $(rmmod viw 2>&1)"
+	echo "+ rmmod viw: done"
+}
+
+# load_siw: Linux's siw built from Debian's linux-source by scripts/build-siw
+# (Debian's kernels do not ship it).
+load_siw() {
+	local ko=$VIW_BUILD/siw/siw.ko
+	[ -f "$ko" ] || die "$ko not built (run scripts/build-siw $VIW_BUILD)"
+	load_rdma_core
+	module_loaded siw || run insmod "$ko" || die "insmod siw.ko failed"
+}
+
+# load_driver TYPE: make "rdma link add ... type TYPE" possible.
+load_driver() {
+	case $1 in
+	viw) module_loaded viw || load_viw ;;
+	siw) load_siw ;;
+	rxe) load_rdma_core; modprobe rdma_rxe ;;
+	*) die "unknown RDMA link type $1" ;;
+	esac
+}
+
+# make_netns_pair: namespaces a and b joined by veth va <-> vb, with IPv4 and
+# IPv6 addresses, links up.  No RDMA devices.
+make_netns_pair() {
+	load_rdma_core
+	ip netns add "$NS_A"
+	ip netns add "$NS_B"
+	ip link add "$IF_A" netns "$NS_A" type veth peer name "$IF_B" netns "$NS_B"
+	in_a ip link set lo up
+	in_b ip link set lo up
+	in_a ip addr add "$IP_A/24" dev "$IF_A"
+	in_b ip addr add "$IP_B/24" dev "$IF_B"
+	in_a ip -6 addr add "$IP6_A/64" dev "$IF_A" nodad
+	in_b ip -6 addr add "$IP6_B/64" dev "$IF_B" nodad
+	in_a ip link set "$IF_A" up
+	in_b ip link set "$IF_B" up
+	wait_for 10 in_a "$BUSYBOX" ping -c1 -W1 "$IP_B" || die "no IPv4 connectivity a -> b"
+}
+
+# add_link NS NAME TYPE NETDEV: rdma link add inside namespace NS and wait
+# for the device to appear.
+add_link() {
+	local ns=$1 name=$2 type=$3 netdev=$4
+	run ip netns exec "$ns" rdma link add "$name" type "$type" netdev "$netdev" ||
+		die "rdma link add $name type $type netdev $netdev failed"
+	wait_for 10 ib_dev_exists "$name" || die "device $name did not appear"
+}
+
+# make_two_hosts [TYPE]: make_netns_pair plus devices TYPE_a on va and
+# TYPE_b on vb (TYPE: viw (default), siw or rxe).  Sets DEV_A and DEV_B.
+make_two_hosts() {
+	local type=${1:-viw}
+	load_driver "$type"
+	make_netns_pair
+	DEV_A=${type}_a
+	DEV_B=${type}_b
+	export DEV_A DEV_B
+	add_link "$NS_A" "$DEV_A" "$type" "$IF_A"
+	add_link "$NS_B" "$DEV_B" "$type" "$IF_B"
+	log "two hosts: $DEV_A on $IF_A ($IP_A) in ns $NS_A, $DEV_B on $IF_B ($IP_B) in ns $NS_B"
+}
+
+# cleanup_hosts: kill what runs in the namespaces, delete the RDMA links of
+# the namespaces' netdevs and the namespaces (and with them the veth pair).
+cleanup_hosts() {
+	local ns pids dev rc=0
+	for ns in "$NS_A" "$NS_B"; do
+		[ -e "/run/netns/$ns" ] || continue
+		pids=$(ip netns pids "$ns" 2>/dev/null || true)
+		[ -n "$pids" ] && { kill -9 $pids 2>/dev/null || true; }
+	done
+	# The VM has no RDMA hardware: every device is a test's.  (Deleting the
+	# namespaces below would remove them too, with their netdevs.)
+	for dev in $(rdma link show 2>/dev/null | awk '$1 == "link" { sub("/.*", "", $2); print $2 }'); do
+		rdma link delete "$dev" 2>/dev/null || true
+	done
+	for ns in "$NS_A" "$NS_B"; do
+		[ -e "/run/netns/$ns" ] && { ip netns delete "$ns" || rc=1; }
+	done
+	for dev in /sys/class/infiniband/*; do
+		[ -e "$dev" ] || continue
+		wait_for 10 ib_dev_gone "${dev##*/}" || { echo "cleanup: ${dev##*/} still present" >&2; rc=1; }
+	done
+	return $rc
+}
+
+# vm_cleanup: run by the guest runner after every test.  Fails when viw.ko
+# cannot be unloaded: every test must leave the module removable.
+vm_cleanup() {
+	local rc=0
+	cleanup_hosts || rc=1
+	if module_loaded viw; then
+		if wait_for 10 rmmod viw; then
+			echo "cleanup: rmmod viw ok"
+		else
+			echo "cleanup: rmmod viw failed: $(rmmod viw 2>&1)" >&2
+			rc=1
+		fi
+	fi
+	module_loaded siw && { rmmod siw || rc=1; }
+	return $rc
+}
