@@ -475,7 +475,7 @@ struct viw_orq_entry *viw_orq_peek(struct viw_qp *qp);
 void viw_orq_progress(struct viw_qp *qp, u32 n, bool last);
 bool viw_irq_push(struct viw_qp *qp, const struct viw_irq_entry *ent);
 struct viw_irq_entry *viw_irq_peek(struct viw_qp *qp);
-void viw_irq_pop(struct viw_qp *qp);
+struct viw_mr *viw_irq_pop(struct viw_qp *qp);
 void viw_rd_reset(struct viw_qp *qp);
 
 /* viw_wq.c: work queue processing */

@@ -16,6 +16,7 @@
  * the iw_cm id is still connecting.
  */
 #include <linux/inet.h>
+#include <linux/nsproxy.h>
 #include <linux/tcp.h>
 #include <net/ipv6.h>
 #include <net/sock.h>
@@ -320,6 +321,9 @@ static void viw_cep_close(struct viw_cep *cep, int status, bool abort)
 		      cep->state == VIW_CEP_CLOSING;
 
 	viw_cep_cancel_timer(cep);
+	if (was_up)
+		ibdev_dbg(&cep->vdev->ibdev, "CEP %p: close, status %d%s\n",
+			  cep, status, abort ? ", reset" : "");
 	if (cep->qp)
 		viw_qp_enter_error(cep->qp);
 	viw_cep_shutdown_socket(cep, abort);
@@ -770,19 +774,21 @@ int viw_iw_reject(struct iw_cm_id *cm_id, const void *pdata, u8 pdata_len)
 
 /* ---- listeners ------------------------------------------------------------- */
 
+static bool viw_listen_addr_any(const struct sockaddr *laddr)
+{
+	if (laddr->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)laddr)->sin_addr.s_addr ==
+		       htonl(INADDR_ANY);
+	return ipv6_addr_any(&((const struct sockaddr_in6 *)laddr)->sin6_addr);
+}
+
 static int viw_listen_bind(struct viw_device *vdev, struct socket *sock,
 			   struct iw_cm_id *cm_id)
 {
 	struct sockaddr *laddr = (struct sockaddr *)&cm_id->m_local_addr;
-	bool any;
-	int alen;
+	int alen = sizeof(struct sockaddr_in);
 
-	if (laddr->sa_family == AF_INET) {
-		any = ((struct sockaddr_in *)laddr)->sin_addr.s_addr ==
-		      htonl(INADDR_ANY);
-		alen = sizeof(struct sockaddr_in);
-	} else {
-		any = ipv6_addr_any(&((struct sockaddr_in6 *)laddr)->sin6_addr);
+	if (laddr->sa_family == AF_INET6) {
 		alen = sizeof(struct sockaddr_in6);
 		if (cm_id->afonly && ip6_sock_set_v6only(sock->sk))
 			return -EINVAL;
@@ -791,9 +797,20 @@ static int viw_listen_bind(struct viw_device *vdev, struct socket *sock,
 	 * A wildcard listen is made on every RDMA device; each viw device
 	 * takes the connections of its own netdev only.
 	 */
-	if (any)
+	if (viw_listen_addr_any(laddr))
 		sock->sk->sk_bound_dev_if = vdev->netdev->ifindex;
 	return kernel_bind(sock, laddr, alen);
+}
+
+/*
+ * RDMA devices are shared by all network namespaces, but a viw device's
+ * connections arrive in its netdev's namespace only.  A wildcard listen
+ * from another namespace has nothing to listen for on this device.
+ */
+static bool viw_listen_foreign(struct viw_device *vdev, struct iw_cm_id *cm_id)
+{
+	return viw_listen_addr_any((struct sockaddr *)&cm_id->m_local_addr) &&
+	       !net_eq(dev_net(vdev->netdev), current->nsproxy->net_ns);
 }
 
 int viw_iw_create_listen(struct iw_cm_id *cm_id, int backlog)
@@ -808,6 +825,11 @@ int viw_iw_create_listen(struct iw_cm_id *cm_id, int backlog)
 	if (family != AF_INET && family != AF_INET6)
 		return -EAFNOSUPPORT;
 	listeners = kmalloc(sizeof(*listeners), GFP_KERNEL);
+	if (listeners && viw_listen_foreign(vdev, cm_id)) {
+		INIT_LIST_HEAD(listeners);
+		cm_id->provider_data = listeners;
+		return 0;
+	}
 	cep = viw_cep_alloc(vdev);
 	rv = sock_create(family, SOCK_STREAM, IPPROTO_TCP, &sock);
 	if (!listeners || !cep || rv) {
@@ -839,6 +861,8 @@ int viw_iw_create_listen(struct iw_cm_id *cm_id, int backlog)
 err_sock:
 	sock_release(sock);
 err_free:
+	ibdev_info_ratelimited(cm_id->device, "listen on %pISpc failed: %d\n",
+			       &cm_id->m_local_addr, rv);
 	kfree(listeners);
 	if (cep)
 		viw_cep_put(cep);

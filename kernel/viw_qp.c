@@ -429,6 +429,8 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 	qp->term_sent = false;
 	viw_qp_set_kflags(qp, 0);
 	WRITE_ONCE(qp->state, IB_QPS_RTS);
+	ibdev_dbg(qp->ibqp.device, "QP %u: RTS, ord %u ird %u crc %d mulpdu %u\n",
+		  qp->ibqp.qp_num, qp->ord, qp->ird, qp->crc, qp->mulpdu);
 out:
 	mutex_unlock(&qp->state_lock);
 	if (!rv)
@@ -480,6 +482,11 @@ static void viw_qp_send_terminate(struct viw_qp *qp)
 		return;
 	if (qp->sock && !viw_tx_send_term(qp))
 		WRITE_ONCE(qp->term_sent, true);
+	ibdev_info_ratelimited(qp->ibqp.device,
+			       "QP %u: TERMINATE layer %u type %u code %u %s\n",
+			       qp->ibqp.qp_num, qp->term.cause.layer,
+			       qp->term.cause.etype, qp->term.cause.ecode,
+			       qp->term_sent ? "sent" : "not sent");
 	qp->term_pending = false;
 	mutex_unlock(&qp->tx_lock);
 }
@@ -506,12 +513,16 @@ static void viw_qp_err_work(struct work_struct *work)
  */
 void viw_qp_fail(struct viw_qp *qp, const struct viw_term_cause *cause)
 {
+	struct viw_term_cause copy;
 	unsigned long flags;
 
+	/* @cause may point into qp->term itself. */
+	if (cause)
+		copy = *cause;
 	spin_lock_irqsave(&qp->rd_lock, flags);
 	if (cause && !qp->term_pending) {
 		memset(&qp->term, 0, sizeof(qp->term));
-		qp->term.cause = *cause;
+		qp->term.cause = copy;
 		qp->term_pending = true;
 	}
 	spin_unlock_irqrestore(&qp->rd_lock, flags);
@@ -526,6 +537,10 @@ void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause)
 {
 	u8 status = viw_term_to_wc_status(cause);
 
+	ibdev_info_ratelimited(qp->ibqp.device,
+			       "QP %u: peer TERMINATE layer %u type %u code %u\n",
+			       qp->ibqp.qp_num, cause->layer, cause->etype,
+			       cause->ecode);
 	viw_sq_fail_oldest(qp, status);
 	viw_qp_event(qp, cause->etype == VIW_RDMAP_ET_REMOTE_PROT &&
 			 cause->layer == VIW_TERM_RDMAP ?

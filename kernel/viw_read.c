@@ -76,7 +76,7 @@ void viw_orq_progress(struct viw_qp *qp, u32 n, bool last)
 {
 	struct viw_orq_entry *ent = viw_orq_peek(qp);
 	unsigned long flags;
-	u32 sq_index;
+	u32 sq_index, got, size;
 	bool internal, complete;
 
 	if (!ent)
@@ -84,7 +84,9 @@ void viw_orq_progress(struct viw_qp *qp, u32 n, bool last)
 	ent->got += n;
 	if (!last)
 		return;
-	complete = ent->got == ent->size;
+	got = ent->got;
+	size = ent->size;
+	complete = got == size;
 	sq_index = ent->sq_index;
 	internal = ent->internal;
 
@@ -95,8 +97,12 @@ void viw_orq_progress(struct viw_qp *qp, u32 n, bool last)
 	if (!internal)
 		viw_sq_complete(qp, sq_index, complete ? VIW_CQE_SUCCESS :
 							 VIW_CQE_BAD_RESP_ERR);
-	if (!complete)
+	if (!complete) {
+		ibdev_info_ratelimited(qp->ibqp.device,
+				       "QP %u: short READ response %u of %u\n",
+				       qp->ibqp.qp_num, got, size);
 		viw_qp_fail(qp, NULL);
+	}
 	/* A READ or a fenced WQE may be waiting for this one. */
 	viw_tx_kick(qp);
 }
@@ -129,18 +135,20 @@ struct viw_irq_entry *viw_irq_peek(struct viw_qp *qp)
 	return ent;
 }
 
-void viw_irq_pop(struct viw_qp *qp)
+/* Drop the oldest inbound READ; returns its source MR reference. */
+struct viw_mr *viw_irq_pop(struct viw_qp *qp)
 {
 	struct viw_irq_entry *ent;
 	unsigned long flags;
+	struct viw_mr *mr;
 
 	spin_lock_irqsave(&qp->rd_lock, flags);
 	ent = &qp->irq[viw_rd_slot(qp->irq_head, VIW_MAX_IRD)];
-	if (ent->mr)
-		viw_mr_put(ent->mr);
+	mr = ent->mr;
 	ent->mr = NULL;
 	qp->irq_head++;
 	spin_unlock_irqrestore(&qp->rd_lock, flags);
+	return mr;
 }
 
 /* Drop both queues when the QP stops; their WQEs are flushed. */

@@ -11,6 +11,13 @@
  * enough.  Payload is copied straight from the skb into the target pages.
  * Any violation stops the stream, and the QP sends a TERMINATE and goes to
  * ERROR; the target memory is not written.
+ *
+ * Remote access is granted by the MR's rights alone.  The QP's access
+ * flags are kept for query_qp but not enforced: for iWARP, librdmacm moves
+ * an active-side QP to INIT with no access flags before the connection
+ * exists and never updates them, so enforcing them would refuse every
+ * READ and WRITE aimed at the connecting side (siw does not enforce them
+ * either).
  */
 #include <linux/crc32c.h>
 #include <linux/skbuff.h>
@@ -154,11 +161,6 @@ static int viw_rx_start_write(struct viw_qp *qp)
 	/* A zero-length WRITE places nothing; its STag is not checked. */
 	if (!rx->payload_len)
 		return 0;
-	if (!(qp->access & IB_ACCESS_REMOTE_WRITE)) {
-		viw_rx_set_cause(qp, VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_PROT,
-				 VIW_RDMAP_EC_ACCESS);
-		return -EPROTO;
-	}
 	rx->mr = viw_mr_get(qp->vdev, qp->ibqp.pd, rx->ddp.stag,
 			    IB_ACCESS_REMOTE_WRITE, rx->ddp.to,
 			    rx->payload_len, &qp->term.cause);
@@ -198,18 +200,15 @@ static int viw_rx_read_req(struct viw_qp *qp)
 	struct viw_rx *rx = &qp->rx;
 	struct viw_irq_entry ent = {};
 
-	if (rx->ddp.msn != rx->msn_rreq)
+	if (rx->ddp.msn != rx->msn_rreq) {
+		ibdev_dbg(qp->ibqp.device, "QP %u: READ MSN %u, expected %u\n",
+			  qp->ibqp.qp_num, rx->ddp.msn, rx->msn_rreq);
 		return viw_rx_untagged_error(qp,
 					     VIW_DDP_EC_UT_INVALID_MSN_RANGE);
+	}
 	viw_read_req_decode(rx->hdr + VIW_MPA_LEN_SIZE +
 			    VIW_DDP_UNTAGGED_HDR_LEN, &ent.req);
 	if (ent.req.size) {
-		if (!(qp->access & IB_ACCESS_REMOTE_READ)) {
-			viw_rx_set_cause(qp, VIW_TERM_RDMAP,
-					 VIW_RDMAP_ET_REMOTE_PROT,
-					 VIW_RDMAP_EC_ACCESS);
-			return -EPROTO;
-		}
 		ent.mr = viw_mr_get(qp->vdev, qp->ibqp.pd, ent.req.src_stag,
 				    IB_ACCESS_REMOTE_READ, ent.req.src_to,
 				    ent.req.size, &qp->term.cause);
@@ -220,6 +219,8 @@ static int viw_rx_read_req(struct viw_qp *qp)
 		}
 	}
 	if (!viw_irq_push(qp, &ent)) {
+		ibdev_dbg(qp->ibqp.device, "QP %u: READ beyond IRD %u\n",
+			  qp->ibqp.qp_num, qp->ird);
 		if (ent.mr)
 			viw_mr_put(ent.mr);
 		return viw_rx_untagged_error(qp,

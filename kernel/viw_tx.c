@@ -259,6 +259,9 @@ static bool viw_tx_start_wqe(struct viw_qp *qp)
 	tx->active = true;
 	status = viw_tx_check_wqe(qp, tx);
 	if (status != VIW_CQE_SUCCESS) {
+		ibdev_info_ratelimited(qp->ibqp.device,
+				       "QP %u: bad send WQE %u: status %u\n",
+				       qp->ibqp.qp_num, tx->index, status);
 		viw_tx_abort(qp);
 		viw_sq_complete(qp, tx->index, status);
 		viw_qp_fail(qp, NULL);
@@ -409,6 +412,7 @@ static int viw_tx_read_resp(struct viw_qp *qp)
 		.tagged = true,
 	};
 	u32 room = qp->mulpdu - VIW_DDP_TAGGED_HDR_LEN;
+	struct viw_mr *mr;
 	u32 paylen;
 	int n = 0, hlen, rv;
 
@@ -425,12 +429,20 @@ static int viw_tx_read_resp(struct viw_qp *qp)
 			      &h);
 	if (hlen < 0)
 		return hlen;
+	/*
+	 * The peer may receive the last segment and send its next READ
+	 * before sendmsg returns here: free the IRQ slot first.  The source
+	 * MR stays referenced until the data is in the socket.
+	 */
+	mr = h.last ? viw_irq_pop(qp) : NULL;
 	rv = viw_tx_fpdu(qp, hlen, bv, n, paylen, !h.last);
+	if (mr)
+		viw_mr_put(mr);
 	if (rv)
 		return rv;
-	ent->sent += paylen;
-	if (h.last)
-		viw_irq_pop(qp);
+	/* after the last segment the slot may belong to a new READ */
+	if (!h.last)
+		ent->sent += paylen;
 	return 1;
 }
 
@@ -486,10 +498,14 @@ static void viw_tx_work(struct work_struct *work)
 		viw_tx_abort(qp);
 	mutex_unlock(&qp->tx_lock);
 
-	if (rv > 0)
+	if (rv > 0) {
 		viw_tx_kick(qp);
-	else if (rv < 0 && READ_ONCE(qp->state) == IB_QPS_RTS)
+	} else if (rv < 0 && READ_ONCE(qp->state) == IB_QPS_RTS) {
+		ibdev_info_ratelimited(qp->ibqp.device,
+				       "QP %u: transmit failed: %d\n",
+				       qp->ibqp.qp_num, rv);
 		viw_qp_fail(qp, NULL);
+	}
 }
 
 void viw_tx_qp_init(struct viw_qp *qp)

@@ -135,7 +135,11 @@ static u32 viw_sqe_byte_len(const struct viw_sqe *sqe)
 	return len;
 }
 
-/* Complete the SQE at done with @status if it must be reported. */
+/*
+ * Retire the SQE at done and report it with @status if it must be.  The
+ * slot goes back first: a consumer that sees the completion may post into
+ * it at once.
+ */
 static void viw_sq_report(struct viw_qp *qp, u8 status)
 {
 	struct viw_sqe *sqe = viw_wq_shadow(&qp->sq, qp->sq.done);
@@ -146,9 +150,11 @@ static void viw_sq_report(struct viw_qp *qp, u8 status)
 		.status = status,
 		.byte_len = viw_sqe_byte_len(sqe),
 	};
+	bool report = status != VIW_CQE_SUCCESS || qp->sq_sig_all ||
+		      (sqe->flags & VIW_WQE_SIGNALED);
 
-	if (status != VIW_CQE_SUCCESS || qp->sq_sig_all ||
-	    (sqe->flags & VIW_WQE_SIGNALED))
+	viw_wq_retire(&qp->sq);
+	if (report)
 		viw_cq_push(qp->scq, &info);
 }
 
@@ -163,7 +169,6 @@ static void viw_sq_retire_finished(struct viw_qp *qp)
 		if (status == VIW_WQE_PENDING)
 			break;
 		viw_sq_report(qp, status);
-		viw_wq_retire(sq);
 	}
 }
 
@@ -233,9 +238,9 @@ static void viw_wq_flush_locked(struct viw_qp *qp, struct viw_wq *wq,
 				.status = status ? : VIW_CQE_WR_FLUSH_ERR,
 			};
 
+			viw_wq_retire(wq);
 			viw_cq_push(cq, &info);
 		}
-		viw_wq_retire(wq);
 	}
 	wq->next = wq->done;
 }
@@ -367,8 +372,9 @@ void viw_rx_complete_rqe(struct viw_qp *qp, u8 status)
 		spin_lock_irqsave(&rq->lock, flags);
 		/* The flush got there first if the QP left RTS. */
 		if (rx->rqe_index == rq->done && rq->done != rq->fetch) {
-			viw_cq_push(qp->rcq, &info);
+			/* the slot goes back before the completion shows */
 			viw_wq_retire(rq);
+			viw_cq_push(qp->rcq, &info);
 		}
 		spin_unlock_irqrestore(&rq->lock, flags);
 	}
@@ -394,8 +400,12 @@ static int viw_rq_doorbell(struct viw_qp *qp)
 	}
 	spin_unlock_irqrestore(&qp->rq.lock, flags);
 
-	if (!valid)
+	if (!valid) {
+		ibdev_info_ratelimited(qp->ibqp.device,
+				       "QP %u: invalid receive WQE\n",
+				       qp->ibqp.qp_num);
 		viw_qp_enter_error(qp);
+	}
 	return 0;
 }
 

@@ -28,6 +28,12 @@
  * behind it with WR_FLUSH_ERR, all in posting order and nothing more; the
  * QP is in ERR; RDMA_CM_EVENT_DISCONNECTED arrives within 10 s.
  *
+ * The WRITEs in s1/s3 are 64 bytes, one FPDU: the peer cannot see the
+ * violation before the WRITE has been handed to TCP.  An RNIC that
+ * completes a sent WRITE only after some delay could still let the
+ * TERMINATE fail the WRITE itself (wc0 REM_ACCESS_ERR, wc1 WR_FLUSH_ERR);
+ * that is reported as a failure, since the WRITE was complete locally.
+ *
  * The server asserts for each connection: it is established, it ends with
  * RDMA_CM_EVENT_DISCONNECTED, the QP is then in ERR, the server CQ stayed
  * empty, mr_local is untouched and target is untouched (s0: holds exactly
@@ -36,7 +42,10 @@
  * One "PASS name" or "FAIL name: why" line per check, "INFO" lines for
  * context, and a final "N passed, N failed"; exit 0 only if all passed.
  * Every wait has a deadline, and the whole run is bounded by -t (client
- * 45 s, server 50 s by default).
+ * 45 s, server 50 s by default; a watchdog ends the process 5 s later if
+ * a call blocks).  The server exits once all five connections ended.  The
+ * client retries its first connection for 5 s while it is refused, so the
+ * server may start at the same time.
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -44,6 +53,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -389,11 +399,13 @@ static int cm_expect(struct rdma_event_channel *ch,
 		     enum rdma_cm_event_type want, int ms,
 		     struct rdma_cm_event **ev, char *why, size_t why_len)
 {
+	long long start = now_ms();
 	int rv = cm_get(ch, deadline_in(ms), ev);
 
 	if (rv) {
-		snprintf(why, why_len, "no %s within %d ms: %s",
-			 rdma_event_str(want), ms, strerror(-rv));
+		snprintf(why, why_len, "no %s within %lld ms: %s",
+			 rdma_event_str(want), now_ms() - start,
+			 strerror(-rv));
 		return rv;
 	}
 	if ((*ev)->event == want)
@@ -738,8 +750,8 @@ static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op)
 	return op == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE;
 }
 
-/* The i-th completion against the i-th WR. */
-static void check_wc(int sc, int i, const struct ra_op *op,
+/* The i-th completion against the i-th WR; true if it matches. */
+static bool check_wc(int sc, int i, const struct ra_op *op,
 		     const struct ibv_wc *wc, struct ibv_qp *qp)
 {
 	char name[96];
@@ -750,48 +762,53 @@ static void check_wc(int sc, int i, const struct ra_op *op,
 		fail(name, "completion %d is for wr_id %llu (%s): not in "
 		     "posting order", i, (unsigned long long)wc->wr_id,
 		     wc_status_name(wc->status));
-		return;
+		return false;
 	}
 	if (wc->status != op->want) {
 		fail(name, "status %s (%d), vendor_err %#x",
 		     wc_status_name(wc->status), wc->status, wc->vendor_err);
-		return;
+		return false;
 	}
 	if (wc->qp_num != qp->qp_num) {
 		fail(name, "qp_num %u, expected %u", wc->qp_num, qp->qp_num);
-		return;
+		return false;
 	}
 	if (wc->status == IBV_WC_SUCCESS &&
 	    wc->opcode != wc_opcode_of(op->opcode)) {
 		fail(name, "opcode %d, expected %d", wc->opcode,
 		     wc_opcode_of(op->opcode));
-		return;
+		return false;
 	}
 	if (wc->status == IBV_WC_SUCCESS && op->opcode == IBV_WR_RDMA_READ &&
 	    wc->byte_len != op->len) {
 		fail(name, "byte_len %u, expected %u", wc->byte_len, op->len);
-		return;
+		return false;
 	}
 	pass("%s", name);
+	return true;
 }
 
-static void client_check_wcs(struct ra_client *c, int sc,
+/* The completions of @ops, in order, and no more; true if all match. */
+static bool client_check_wcs(struct ra_client *c, int sc,
 			     const struct ra_op *ops, int n)
 {
+	long long start = now_ms();
 	struct ibv_wc wc[RA_MAX_OPS + 1];
+	bool ok = true;
 	char name[96];
 	int got, i;
 
 	got = poll_cq_until(c->cq, wc, n, deadline_in(RA_CQ_MS));
 	for (i = 0; i < n; i++) {
 		if (i < got) {
-			check_wc(sc, i, &ops[i], &wc[i], c->id->qp);
+			ok &= check_wc(sc, i, &ops[i], &wc[i], c->id->qp);
 			continue;
 		}
+		ok = false;
 		snprintf(name, sizeof(name), "s%d wc%d %s -> %s", sc, i,
 			 ops[i].what, wc_status_name(ops[i].want));
-		fail(name, "no completion within %d ms (%d of %d arrived)",
-		     RA_CQ_MS, got, n);
+		fail(name, "no completion within %lld ms (%d of %d arrived)",
+		     now_ms() - start, got, n);
 	}
 	usleep(100000);
 	got = ibv_poll_cq(c->cq, 1, wc);
@@ -799,6 +816,7 @@ static void client_check_wcs(struct ra_client *c, int sc,
 	check(got == 0, name, "wr_id %llu status %s",
 	      (unsigned long long)wc[0].wr_id,
 	      got > 0 ? wc_status_name(wc[0].status) : "poll error");
+	return ok && got == 0;
 }
 
 static void client_check_s0_data(struct ra_client *c)
@@ -859,6 +877,7 @@ static uint32_t pick_bad_rkey(const struct ra_offer *p)
 static void client_scenario(struct ra_client *c, int sc, bool first)
 {
 	struct ra_op ops[RA_MAX_OPS];
+	bool wcs_ok = false;
 	char name[64];
 	int n, rv;
 
@@ -875,10 +894,12 @@ static void client_scenario(struct ra_client *c, int sc, bool first)
 	snprintf(name, sizeof(name), "s%d post %d WRs", sc, n);
 	check(!rv, name, "ibv_post_send: %s", strerror(rv));
 	if (!rv)
-		client_check_wcs(c, sc, ops, n);
+		wcs_ok = client_check_wcs(c, sc, ops, n);
 	if (sc == RA_S_VALID) {
-		if (!rv)
+		if (wcs_ok)
 			client_check_s0_data(c);
+		else
+			fail("s0 data", "not checked: the WRs did not succeed");
 		if (rdma_disconnect(c->id))
 			fail("s0 rdma_disconnect", "%s", strerror(errno));
 	} else {
@@ -925,6 +946,7 @@ struct ra_conn {
 	struct ibv_cq *cq;
 	int scenario;
 	bool established;
+	long long accepted;	/* when the request came */
 	long long deadline;
 };
 
@@ -1136,6 +1158,7 @@ static void server_request(struct ra_server *s, struct rdma_cm_event *ev)
 	conn = &s->conn[sc];
 	conn->id = id;
 	conn->scenario = sc;
+	conn->accepted = now_ms();
 	conn->deadline = deadline_in(RA_SERVER_CONN_MS);
 	id->context = conn;
 	info("server s%d: connection request", sc);
@@ -1205,6 +1228,7 @@ static void server_check(struct ra_server *s, struct ra_conn *conn)
 	snprintf(name, sizeof(name), "server s%d mr_local unchanged", sc);
 	check(off < 0, name, "byte %ld is %#x", off,
 	      off < 0 ? 0 : s->local[off]);
+	memset(s->local, RA_LOCAL_FILL, RA_LOCAL_LEN);
 
 	server_check_target(s, sc);
 }
@@ -1236,6 +1260,7 @@ static void server_conn_event(struct ra_server *s, struct ra_conn *conn,
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		fail(name, "%s, status %d", rdma_event_str(type), status);
 		break;
 	default:
@@ -1282,8 +1307,8 @@ static void server_expire(struct ra_server *s)
 			continue;
 		snprintf(name, sizeof(name), "server s%d %s", i,
 			 conn->established ? "DISCONNECTED" : "established");
-		fail(name, "not within %d ms of the accept",
-		     RA_SERVER_CONN_MS);
+		fail(name, "not within %lld ms of the connection request",
+		     now - conn->accepted);
 		rdma_disconnect(conn->id);
 		conn_free(conn);
 		s->done[i] = true;
@@ -1311,10 +1336,12 @@ static void server_loop(struct ra_server *s)
 		} else if (ev->id != s->listen && ev->id->context) {
 			server_conn_event(s, ev->id->context, ev);
 		} else {
-			fail("server events", "%s on the listening id",
-			     rdma_event_str(ev->event));
+			enum rdma_cm_event_type type = ev->event;
+
 			rdma_ack_cm_event(ev);
-			if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
+			fail("server events", "%s on the listening id",
+			     rdma_event_str(type));
+			if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
 				break;
 		}
 	}
@@ -1340,6 +1367,18 @@ static int run_server(const char *host, const char *port)
 }
 
 /* ---- main ---------------------------------------------------------------- */
+
+/* Last resort if a verb blocks past the run's deadline (teardown, say). */
+static void watchdog(int sig)
+{
+	static const char msg[] = "FAIL watchdog: still running 5 s after "
+				  "the run's deadline, stuck in a call\n";
+
+	(void)sig;
+	if (write(STDOUT_FILENO, msg, sizeof(msg) - 1) < 0)
+		_exit(3);
+	_exit(1);
+}
 
 static void usage(const char *prog)
 {
@@ -1388,6 +1427,8 @@ int main(int argc, char **argv)
 	if (!secs)
 		secs = server ? RA_SERVER_SECS : RA_CLIENT_SECS;
 	run_deadline = now_ms() + secs * 1000LL;
+	signal(SIGALRM, watchdog);
+	alarm(secs + 5);
 
 	if (server)
 		run_server(addr, port);

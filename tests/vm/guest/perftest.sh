@@ -1,0 +1,44 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# vmtest-timeout: 600
+#
+# perftest over rdma_cm (-R) between two viw hosts: every bandwidth and
+# latency test runs to completion at 64 B, 4 KiB and 64 KiB.  Figures are
+# printed for the record; timing belongs to bench/, not to this test.
+. "$(dirname "$0")/../lib.sh"
+
+make_two_hosts viw
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+echo "module viw +p" > /sys/kernel/debug/dynamic_debug/control
+
+# perf_pair TEST SIZE ITERS: server in b, client in a; both must succeed.
+perf_pair() {
+	local test=$1 size=$2 iters=$3 spid rc=0 log=$VIW_OUT/$1-$2
+
+	in_b timeout 120 "$test" -R -d "$DEV_B" -s "$size" -n "$iters" \
+		</dev/null >"$log.server" 2>&1 &
+	spid=$!
+	sleep 1
+	in_a timeout 120 "$test" -R -d "$DEV_A" -s "$size" -n "$iters" "$IP_B" \
+		</dev/null >"$log.client" 2>&1 || rc=$?
+	wait "$spid" || rc=$((rc ? rc : $?))
+	if [ "$rc" != 0 ]; then
+		tail -n 20 "$log.server" "$log.client" >&2
+		die "$test size $size failed ($rc)"
+	fi
+	# the result line: size, iterations, then the figures
+	grep -E "^ *$size +$iters " "$log.client" ||
+		die "$test size $size: no result line"
+}
+
+for t in ib_read_bw ib_send_bw ib_write_bw; do
+	perf_pair "$t" 64 1000
+	perf_pair "$t" 4096 500
+	perf_pair "$t" 65536 100
+done
+for t in ib_send_lat ib_write_lat ib_read_lat; do
+	perf_pair "$t" 64 500
+	perf_pair "$t" 4096 200
+	perf_pair "$t" 65536 50
+done
+log "perftest: all runs completed"
