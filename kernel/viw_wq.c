@@ -172,6 +172,24 @@ static void viw_sq_retire_finished(struct viw_qp *qp)
 	}
 }
 
+/*
+ * SQE @index failed: work requests behind it that finished on the wire
+ * but wait for it are flushed too.  Once a WR completes in error, every
+ * later one completes with FLUSH_ERR (the peer, which stopped at the
+ * error, discarded them).  Caller holds sq.lock.
+ */
+static void viw_sq_error_at(struct viw_qp *qp, u32 index, u8 status)
+{
+	struct viw_wq *sq = &qp->sq;
+	u32 i;
+
+	*viw_wq_status(sq, index) = status;
+	for (i = index + 1; i != sq->fetch; i++) {
+		if (*viw_wq_status(sq, i) == VIW_CQE_SUCCESS)
+			*viw_wq_status(sq, i) = VIW_CQE_WR_FLUSH_ERR;
+	}
+}
+
 /**
  * viw_sq_complete - an SQE the engine took has finished
  * @qp: the QP
@@ -188,7 +206,10 @@ void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status)
 
 	spin_lock_irqsave(&sq->lock, flags);
 	if (index - sq->done < sq->fetch - sq->done) {
-		*viw_wq_status(sq, index) = status;
+		if (status == VIW_CQE_SUCCESS)
+			*viw_wq_status(sq, index) = status;
+		else
+			viw_sq_error_at(qp, index, status);
 		viw_sq_retire_finished(qp);
 	}
 	spin_unlock_irqrestore(&sq->lock, flags);
@@ -464,7 +485,7 @@ void viw_sq_fail_oldest(struct viw_qp *qp, u8 status)
 	spin_lock_irqsave(&sq->lock, flags);
 	for (i = sq->done; i != sq->fetch; i++) {
 		if (*viw_wq_status(sq, i) == VIW_WQE_PENDING) {
-			*viw_wq_status(sq, i) = status;
+			viw_sq_error_at(qp, i, status);
 			break;
 		}
 	}

@@ -11,16 +11,18 @@ make_two_hosts viw
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 echo "module viw +p" > /sys/kernel/debug/dynamic_debug/control
 
-# perf_pair TEST SIZE ITERS: server in b, client in a; both must succeed.
+# perf_pair TEST SIZE ITERS [OPTION...]: server in b, client in a; both
+# must succeed.
 perf_pair() {
 	local test=$1 size=$2 iters=$3 spid rc=0 log=$VIW_OUT/$1-$2
+	shift 3
 
-	in_b timeout 120 "$test" -R -d "$DEV_B" -s "$size" -n "$iters" \
+	in_b timeout 120 "$test" -R -d "$DEV_B" -s "$size" -n "$iters" "$@" \
 		</dev/null >"$log.server" 2>&1 &
 	spid=$!
 	sleep 1
-	in_a timeout 120 "$test" -R -d "$DEV_A" -s "$size" -n "$iters" "$IP_B" \
-		</dev/null >"$log.client" 2>&1 || rc=$?
+	in_a timeout 120 "$test" -R -d "$DEV_A" -s "$size" -n "$iters" "$@" \
+		"$IP_B" </dev/null >"$log.client" 2>&1 || rc=$?
 	wait "$spid" || rc=$((rc ? rc : $?))
 	if [ "$rc" != 0 ]; then
 		tail -n 20 "$log.server" "$log.client" >&2
@@ -41,4 +43,10 @@ for t in ib_send_lat ib_write_lat ib_read_lat; do
 	perf_pair "$t" 4096 200
 	perf_pair "$t" 65536 50
 done
+# messages of 1 MiB, segmented into many FPDUs
+for t in ib_send_bw ib_write_bw ib_read_bw; do
+	perf_pair "$t" 1048576 20
+done
+# inline data in the send queue element
+perf_pair ib_send_lat 64 200 -I 64
 log "perftest: all runs completed"
