@@ -51,6 +51,20 @@ enum viw_obj_type {
 	VIW_OBJ_MAX
 };
 
+/* Device counters, shown in debugfs (<device>/counters). */
+enum viw_counter {
+	VIW_CNT_TX_FPDUS,
+	VIW_CNT_TX_BYTES,		/* payload */
+	VIW_CNT_RX_FPDUS,
+	VIW_CNT_RX_BYTES,		/* payload placed */
+	VIW_CNT_DOORBELLS,
+	VIW_CNT_TERM_SENT,
+	VIW_CNT_TERM_RCVD,
+	VIW_CNT_FLUSHED_WQES,
+	VIW_CNT_CONNECTS,		/* connections established */
+	VIW_CNT_MAX
+};
+
 struct viw_device {
 	struct ib_device ibdev;
 	struct net_device *netdev;	/* held by the core (ib_device_set_netdev) */
@@ -63,6 +77,7 @@ struct viw_device {
 	u32 next_mr_index;
 
 	atomic_t obj_count[VIW_OBJ_MAX];
+	atomic64_t counters[VIW_CNT_MAX];
 
 	struct dentry *debugfs;
 
@@ -226,12 +241,6 @@ struct viw_qp_conn {
 
 struct viw_cep;
 
-struct viw_stats {
-	atomic64_t tx_fpdus;
-	atomic64_t rx_fpdus;
-	atomic64_t tx_bytes;
-	atomic64_t rx_bytes;
-};
 
 struct viw_qp {
 	struct ib_qp ibqp;
@@ -284,8 +293,6 @@ struct viw_qp {
 	struct viw_term term;		/* TERMINATE to send, if pending */
 	bool term_pending;
 	bool term_sent;
-
-	struct viw_stats stats;
 };
 
 static inline struct viw_device *to_viw_dev(struct ib_device *ibdev)
@@ -327,6 +334,12 @@ static inline struct viw_mmap_entry *
 to_viw_mmap_entry(struct rdma_user_mmap_entry *entry)
 {
 	return container_of(entry, struct viw_mmap_entry, rdma_entry);
+}
+
+static inline void viw_count(struct viw_device *vdev, enum viw_counter c,
+			     u64 n)
+{
+	atomic64_add(n, &vdev->counters[c]);
 }
 
 /* Take one object of a type against its device limit. */

@@ -9,6 +9,9 @@
  *   <device>/objects
  *	Live objects of a device (contexts, PDs, MRs, CQs, QPs, SRQs), so
  *	that tests can check that everything was released.
+ *   <device>/counters
+ *	Where bytes and events go: FPDUs and payload each way, doorbells,
+ *	TERMINATEs, flushed WQEs, connections.
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
@@ -38,6 +41,29 @@ static int viw_objects_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(viw_objects);
 
+static int viw_counters_show(struct seq_file *m, void *unused)
+{
+	static const char * const names[VIW_CNT_MAX] = {
+		[VIW_CNT_TX_FPDUS] = "tx_fpdus",
+		[VIW_CNT_TX_BYTES] = "tx_payload_bytes",
+		[VIW_CNT_RX_FPDUS] = "rx_fpdus",
+		[VIW_CNT_RX_BYTES] = "rx_payload_bytes",
+		[VIW_CNT_DOORBELLS] = "doorbells",
+		[VIW_CNT_TERM_SENT] = "terminates_sent",
+		[VIW_CNT_TERM_RCVD] = "terminates_received",
+		[VIW_CNT_FLUSHED_WQES] = "flushed_wqes",
+		[VIW_CNT_CONNECTS] = "connections",
+	};
+	struct viw_device *vdev = m->private;
+	int i;
+
+	for (i = 0; i < VIW_CNT_MAX; i++)
+		seq_printf(m, "%s %lld\n", names[i],
+			   (long long)atomic64_read(&vdev->counters[i]));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(viw_counters);
+
 void viw_debugfs_add_device(struct viw_device *vdev)
 {
 	if (!viw_debugfs_root)
@@ -46,6 +72,8 @@ void viw_debugfs_add_device(struct viw_device *vdev)
 					   viw_debugfs_root);
 	debugfs_create_file("objects", 0444, vdev->debugfs, vdev,
 			    &viw_objects_fops);
+	debugfs_create_file("counters", 0444, vdev->debugfs, vdev,
+			    &viw_counters_fops);
 }
 
 void viw_debugfs_remove_device(struct viw_device *vdev)

@@ -429,6 +429,7 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 	qp->term_sent = false;
 	viw_qp_set_kflags(qp, 0);
 	WRITE_ONCE(qp->state, IB_QPS_RTS);
+	viw_count(qp->vdev, VIW_CNT_CONNECTS, 1);
 	ibdev_dbg(qp->ibqp.device, "QP %u: RTS, ord %u ird %u crc %d mulpdu %u\n",
 		  qp->ibqp.qp_num, qp->ord, qp->ird, qp->crc, qp->mulpdu);
 out:
@@ -480,8 +481,10 @@ static void viw_qp_send_terminate(struct viw_qp *qp)
 {
 	if (!qp->term_pending || !mutex_trylock(&qp->tx_lock))
 		return;
-	if (qp->sock && !viw_tx_send_term(qp))
+	if (qp->sock && !viw_tx_send_term(qp)) {
 		WRITE_ONCE(qp->term_sent, true);
+		viw_count(qp->vdev, VIW_CNT_TERM_SENT, 1);
+	}
 	ibdev_info_ratelimited(qp->ibqp.device,
 			       "QP %u: TERMINATE layer %u type %u code %u %s\n",
 			       qp->ibqp.qp_num, qp->term.cause.layer,
@@ -537,6 +540,7 @@ void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause)
 {
 	u8 status = viw_term_to_wc_status(cause);
 
+	viw_count(qp->vdev, VIW_CNT_TERM_RCVD, 1);
 	ibdev_info_ratelimited(qp->ibqp.device,
 			       "QP %u: peer TERMINATE layer %u type %u code %u\n",
 			       qp->ibqp.qp_num, cause->layer, cause->etype,

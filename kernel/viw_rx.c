@@ -423,7 +423,7 @@ static int viw_rx_payload(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 	if (rv)
 		return rv;
 	rx->payload_got += n;
-	atomic64_add(n, &qp->stats.rx_bytes);
+	viw_count(qp->vdev, VIW_CNT_RX_BYTES, n);
 	if (rx->payload_got == rx->payload_len)
 		rx->stage = VIW_RX_TRAILER;
 	return n;
@@ -452,7 +452,7 @@ static void viw_rx_end_segment(struct viw_qp *qp)
 {
 	struct viw_rx *rx = &qp->rx;
 
-	atomic64_inc(&qp->stats.rx_fpdus);
+	viw_count(qp->vdev, VIW_CNT_RX_FPDUS, 1);
 	if (rx->mr) {
 		viw_mr_put(rx->mr);
 		rx->mr = NULL;

@@ -131,8 +131,8 @@ static int viw_tx_fpdu(struct viw_qp *qp, u32 hdr_len,
 	rv = viw_tx_sendmsg(qp, &msg);
 	if (rv)
 		return rv;
-	atomic64_inc(&qp->stats.tx_fpdus);
-	atomic64_add(paylen, &qp->stats.tx_bytes);
+	viw_count(qp->vdev, VIW_CNT_TX_FPDUS, 1);
+	viw_count(qp->vdev, VIW_CNT_TX_BYTES, paylen);
 	return 0;
 }
 

@@ -259,9 +259,10 @@ static void viw_wq_flush_locked(struct viw_qp *qp, struct viw_wq *wq,
 				.status = status ? : VIW_CQE_WR_FLUSH_ERR,
 			};
 
-			viw_wq_retire(wq);
+				viw_wq_retire(wq);
 			viw_cq_push(cq, &info);
 		}
+		viw_count(qp->vdev, VIW_CNT_FLUSHED_WQES, 1);
 	}
 	wq->next = wq->done;
 }
@@ -458,6 +459,7 @@ int viw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		*bad_wr = wr;
 		return -EOPNOTSUPP;
 	}
+	viw_count(to_viw_qp(ibqp)->vdev, VIW_CNT_DOORBELLS, 1);
 	return viw_sq_doorbell(to_viw_qp(ibqp));
 }
 
@@ -472,6 +474,7 @@ int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	}
 	if (qp->srq)
 		return -EINVAL;
+	viw_count(qp->vdev, VIW_CNT_DOORBELLS, 1);
 	return viw_rq_doorbell(qp);
 }
 
