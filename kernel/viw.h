@@ -382,6 +382,7 @@ static inline void *viw_ring_slot(struct viw_ring *ring, u32 index)
 /* viw_verbs.c */
 int viw_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata);
 void viw_dealloc_ucontext(struct ib_ucontext *ibuctx);
+void viw_disassociate_ucontext(struct ib_ucontext *ibuctx);
 int viw_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma);
 void viw_mmap_free(struct rdma_user_mmap_entry *entry);
 int viw_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
@@ -463,6 +464,7 @@ void viw_qp_tx_resume(struct viw_qp *qp);
 void viw_qp_fail(struct viw_qp *qp, const struct viw_term_cause *cause);
 void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause);
 bool viw_qp_term_sent(struct viw_qp *qp);
+void viw_device_link_down(struct viw_device *vdev);
 
 /* viw_tx.c */
 int viw_tx_init(void);

@@ -85,6 +85,7 @@ static const struct ib_device_ops viw_device_ops = {
 	.dealloc_pd = viw_dealloc_pd,
 	.dealloc_ucontext = viw_dealloc_ucontext,
 	.dereg_mr = viw_dereg_mr,
+	.disassociate_ucontext = viw_disassociate_ucontext,
 	.destroy_cq = viw_destroy_cq,
 	.destroy_qp = viw_destroy_qp,
 	.destroy_srq = viw_destroy_srq,
@@ -320,6 +321,7 @@ static int viw_netdev_event(struct notifier_block *nb, unsigned long event,
 		break;
 	case NETDEV_DOWN:
 		viw_port_event(vdev, IB_EVENT_PORT_ERR);
+		viw_device_link_down(vdev);
 		break;
 	case NETDEV_CHANGEADDR:
 		spin_lock(&vdev->mac_lock);

@@ -558,3 +558,38 @@ bool viw_qp_term_sent(struct viw_qp *qp)
 {
 	return READ_ONCE(qp->term_sent);
 }
+
+/* The first live QP at or after *@index, referenced; NULL at the end. */
+static struct viw_qp *viw_qp_next(struct viw_device *vdev,
+				  unsigned long *index)
+{
+	struct viw_qp *qp;
+
+	xa_lock(&vdev->qp_xa);
+	for (;;) {
+		qp = xa_find(&vdev->qp_xa, index, ULONG_MAX, XA_PRESENT);
+		if (!qp || refcount_inc_not_zero(&qp->ref))
+			break;
+		(*index)++;	/* being destroyed */
+	}
+	xa_unlock(&vdev->qp_xa);
+	return qp;
+}
+
+/*
+ * The netdev went down: abort every connection of the device.  Its QPs go
+ * to ERROR (flushing their work requests) and their consumers get CLOSE
+ * with -ECONNRESET at once, rather than when TCP gives up.
+ */
+void viw_device_link_down(struct viw_device *vdev)
+{
+	unsigned long index = 0;
+	struct viw_qp *qp;
+
+	while ((qp = viw_qp_next(vdev, &index))) {
+		if (READ_ONCE(qp->cep))
+			viw_qp_enter_error(qp);
+		viw_qp_put(qp);
+		index++;
+	}
+}

@@ -65,6 +65,20 @@ void viw_dealloc_ucontext(struct ib_ucontext *ibuctx)
 	viw_obj_put(to_viw_dev(ibuctx->device), VIW_OBJ_UCTX);
 }
 
+/*
+ * The device is going away while the process still has it open (its netdev
+ * was unregistered, or "rdma link delete").  The core destroys every object
+ * of the context after this, through the usual destroy verbs, which stop
+ * the engine.  There is nothing to stop here: the process's mappings of
+ * queue memory hold their own page references and stay harmless, and the
+ * doorbell system calls fail once the context is disassociated.  Having
+ * this op is what lets unregistration proceed without waiting for the
+ * process to exit.
+ */
+void viw_disassociate_ucontext(struct ib_ucontext *ibuctx)
+{
+}
+
 int viw_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	if (!viw_obj_get(to_viw_dev(ibpd->device), VIW_OBJ_PD))
