@@ -214,9 +214,15 @@ static void viw_cep_shutdown_socket(struct viw_cep *cep, bool abort)
 	sk->sk_write_space = cep->sk_write_space;
 	write_unlock_bh(&sk->sk_callback_lock);
 
+	/*
+	 * An abort must reach the peer as a reset, not a FIN: tcp_abort()
+	 * sends the RST at once.  Either way a transmit engine blocked on the
+	 * socket wakes up with an error.
+	 */
 	if (abort)
-		sock_no_linger(sk);	/* close with a reset */
-	kernel_sock_shutdown(sock, SHUT_RDWR);
+		tcp_abort(sk, ECONNRESET);
+	else
+		kernel_sock_shutdown(sock, SHUT_RDWR);
 }
 
 /*
@@ -909,7 +915,26 @@ static void viw_cep_readable(struct viw_cep *cep)
 	}
 }
 
-/* The peer sent FIN or RST, or a TERMINATE. */
+/*
+ * A passive connection that waits for its RTR ends before it got it:
+ * accept returned 0, so iw_cm must see ESTABLISHED before the CLOSE.
+ */
+static void viw_cep_end_rtr_wait(struct viw_cep *cep)
+{
+	if (cep->state != VIW_CEP_RTR_WAIT)
+		return;
+	viw_cm_upcall(cep, IW_CM_EVENT_ESTABLISHED, 0);
+	cep->state = VIW_CEP_ESTABLISHED;
+}
+
+/* The RTR never came (the peer closed, or time ran out). */
+static void viw_cep_fail_rtr_wait(struct viw_cep *cep)
+{
+	viw_cep_end_rtr_wait(cep);
+	viw_cep_close(cep, -ECONNRESET, true);
+}
+
+/* The peer sent FIN or RST. */
 static void viw_cep_peer_closed(struct viw_cep *cep)
 {
 	int status = cep->sock && cep->sock->sk->sk_err ? -ECONNRESET : 0;
@@ -925,9 +950,7 @@ static void viw_cep_peer_closed(struct viw_cep *cep)
 		viw_cep_close(cep, 0, true);
 		break;
 	case VIW_CEP_RTR_WAIT:
-		viw_cm_upcall(cep, IW_CM_EVENT_ESTABLISHED, 0);
-		cep->state = VIW_CEP_ESTABLISHED;
-		viw_cep_close(cep, -ECONNRESET, true);
+		viw_cep_fail_rtr_wait(cep);
 		break;
 	case VIW_CEP_ESTABLISHED:
 		viw_cm_upcall(cep, IW_CM_EVENT_DISCONNECT, 0);
@@ -956,9 +979,7 @@ static void viw_cep_timed_out(struct viw_cep *cep)
 		viw_cep_release_socket(cep, true);
 		break;
 	case VIW_CEP_RTR_WAIT:
-		viw_cm_upcall(cep, IW_CM_EVENT_ESTABLISHED, 0);
-		cep->state = VIW_CEP_ESTABLISHED;
-		viw_cep_close(cep, -ECONNRESET, true);
+		viw_cep_fail_rtr_wait(cep);
 		break;
 	case VIW_CEP_CLOSING:
 		viw_cep_close(cep, -ETIMEDOUT, true);
@@ -991,11 +1012,8 @@ static void viw_cep_local_abort(struct viw_cep *cep)
 {
 	bool reset = !(cep->qp && viw_qp_term_sent(cep->qp));
 
+	viw_cep_end_rtr_wait(cep);
 	switch (cep->state) {
-	case VIW_CEP_RTR_WAIT:
-		viw_cm_upcall(cep, IW_CM_EVENT_ESTABLISHED, 0);
-		cep->state = VIW_CEP_ESTABLISHED;
-		fallthrough;
 	case VIW_CEP_ESTABLISHED:
 	case VIW_CEP_CLOSING:
 		viw_cep_close(cep, -ECONNRESET, reset);
@@ -1008,11 +1026,8 @@ static void viw_cep_local_abort(struct viw_cep *cep)
 /* The peer reported an error with a TERMINATE and closes the stream. */
 static void viw_cep_terminated(struct viw_cep *cep)
 {
+	viw_cep_end_rtr_wait(cep);
 	switch (cep->state) {
-	case VIW_CEP_RTR_WAIT:
-		viw_cm_upcall(cep, IW_CM_EVENT_ESTABLISHED, 0);
-		cep->state = VIW_CEP_ESTABLISHED;
-		fallthrough;
 	case VIW_CEP_ESTABLISHED:
 		viw_cm_upcall(cep, IW_CM_EVENT_DISCONNECT, 0);
 		fallthrough;

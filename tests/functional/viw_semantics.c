@@ -1,0 +1,1473 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw_semantics: the connection and flush semantics of an iWARP RNIC,
+ * checked through librdmacm and libibverbs, one scenario per run.
+ *
+ *   viw_semantics --scenario NAME -s BIND_ADDR [-p PORT] [-t SECS]  (server)
+ *   viw_semantics --scenario NAME -c SERVER_ADDR [-p PORT] [-t SECS] (client)
+ *
+ * Both sides record every rdma_cm event they get ("EVENT side +ms NAME
+ * status N") and the completions they poll, and check counts and order.
+ * Scenarios (tests/vm/guest/semantics.sh runs them and does the external
+ * actions: SIGKILL, netem, link down, namespace deletion):
+ *
+ *   flush            (client only) modify_qp(ERR) of a QP with queued SQ
+ *                    and RQ WRs: all complete with WR_FLUSH_ERR, in order,
+ *                    unsignaled sends too, before modify_qp returns; posts
+ *                    in ERR complete at once; a drain marker completes; a
+ *                    QP on an SRQ raises IBV_EVENT_QP_LAST_WQE_REACHED.
+ *   flush-many       (client only) 4000 receives and 4000 sends (1 in 64
+ *                    signaled) flushed by modify_qp(ERR): 8000 FLUSH_ERR
+ *                    completions, each queue in wr_id order.
+ *   disconnect       the client calls rdma_disconnect: it returns at once;
+ *                    each side gets exactly one DISCONNECTED (status 0);
+ *                    queued receives, and a send posted while closing, are
+ *                    flushed; the QPs end in ERR; a send posted afterwards
+ *                    completes with FLUSH_ERR at once (drain marker).
+ *   both             both sides call rdma_disconnect at the same instant
+ *                    (a CLOCK_REALTIME time from the accept private data):
+ *                    each gets exactly one DISCONNECTED.
+ *   kill             the client RDMA WRITEs in a loop and prints READY; the
+ *                    script SIGKILLs it; the server gets exactly one
+ *                    DISCONNECTED, its receives are flushed, QP in ERR.
+ *   close-timer      client prints READY and waits for SIGUSR1 (the script
+ *                    makes the server's namespace drop everything), then
+ *                    rdma_disconnect: DISCONNECTED after 4-9 s (the 5 s
+ *                    close timer), exactly once, QP in ERR.
+ *   destroy-closing  as close-timer, but the client destroys its QP 200 ms
+ *                    after rdma_disconnect: rdma_destroy_qp returns within
+ *                    3 s; exactly one DISCONNECTED; clean teardown.
+ *   accept-fail      client prints CONNECTING after rdma_connect; server
+ *                    prints REQUEST on CONNECT_REQUEST and waits for
+ *                    SIGUSR1 (the script resets the client's TCP connection
+ *                    first), sleeps 1 s, accepts: rdma_accept fails with an
+ *                    errno and no event follows within 3 s; the client gets
+ *                    one connection failure event and never ESTABLISHED.
+ *   link-down        client prints READY; the script sets its link down:
+ *                    the client gets exactly one DISCONNECTED, its receives
+ *                    flushed, QP in ERR, IBV_EVENT_PORT_ERR.  The server
+ *                    waits for SIGUSR1 (link back up), then disconnects if
+ *                    still connected: at most one DISCONNECTED.
+ *   ns-delete        client prints READY; the script deletes the server's
+ *                    namespace (and kills the server): the client gets
+ *                    DEVICE_REMOVAL (at most one DISCONNECTED before it),
+ *                    tears everything down and exits.
+ *
+ * "PASS name" / "FAIL name: detail" per check, "INFO" lines, and a final
+ * "N passed, N failed"; exit 0 only if all passed.  Every wait has a
+ * deadline; a watchdog ends the process 5 s after the run's (-t, default
+ * 40 s).  The client retries its connection for 5 s while it is refused.
+ */
+#define _GNU_SOURCE
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#define SM_MAGIC		0x7669776d	/* "viwm" */
+#define SM_DEFAULT_PORT		"7490"
+#define SM_DEFAULT_SECS		40
+#define SM_BUF_LEN		(64 * 1024)
+#define SM_MSG_LEN		64
+
+#define SM_EVENT_MS		3000
+#define SM_CONNECT_MS		10000
+#define SM_RETRY_MS		5000
+#define SM_QUIET_MS		2000	/* no second DISCONNECTED in this time */
+#define SM_PROMPT_MS		1000	/* a flush "at once" */
+
+static int passed, failed;
+static long long run_deadline;
+static volatile sig_atomic_t go;
+
+static void pass(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void check(bool ok, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void pass(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("PASS ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	passed++;
+}
+
+static void fail(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("FAIL %s: ", name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	failed++;
+}
+
+static void info(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("INFO ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+static void check(bool ok, const char *name, const char *fmt, ...)
+{
+	char detail[512];
+	va_list ap;
+
+	if (ok) {
+		pass("%s", name);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	fail(name, "%s", detail);
+}
+
+/* ---- time ---------------------------------------------------------------- */
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static long long real_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static long long deadline_in(int ms)
+{
+	long long d = now_ms() + ms;
+
+	return d < run_deadline ? d : run_deadline;
+}
+
+static int ms_left(long long deadline)
+{
+	long long left = deadline - now_ms();
+
+	return left > 0 ? (int)left : 0;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	go = 1;
+}
+
+/* Wait for SIGUSR1 from the script; false after @ms. */
+static bool wait_go(int ms)
+{
+	long long end = deadline_in(ms);
+
+	while (!go) {
+		if (!ms_left(end))
+			return false;
+		usleep(10000);
+	}
+	return true;
+}
+
+/* A marker line for the guest script. */
+static void marker(const char *what)
+{
+	printf("%s\n", what);
+	fflush(stdout);
+}
+
+/* ---- verbs helpers ------------------------------------------------------- */
+
+static const char *qp_state_str(int state)
+{
+	static const char *const names[] = {
+		[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT",
+		[IBV_QPS_RTR] = "RTR", [IBV_QPS_RTS] = "RTS",
+		[IBV_QPS_SQD] = "SQD", [IBV_QPS_SQE] = "SQE",
+		[IBV_QPS_ERR] = "ERR",
+	};
+
+	if (state >= 0 && state < (int)(sizeof(names) / sizeof(names[0])) &&
+	    names[state])
+		return names[state];
+	return state < 0 ? strerror(-state) : "?";
+}
+
+static int qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	int rv = ibv_query_qp(qp, &attr, IBV_QP_STATE, &init);
+
+	return rv ? -rv : (int)attr.qp_state;
+}
+
+static void check_qp_state(const char *name, struct ibv_qp *qp, int want)
+{
+	int state = qp_state(qp);
+
+	check(state == want, name, "QP in %s, expected %s",
+	      qp_state_str(state), qp_state_str(want));
+}
+
+static int modify_err(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+
+	return ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+}
+
+/* Poll until @n completions or @deadline; how many came (no sleeping if
+ * @deadline is 0: one pass until the CQ is empty). */
+static int poll_cq_until(struct ibv_cq *cq, struct ibv_wc *wc, int n,
+			 long long deadline)
+{
+	int got = 0;
+
+	while (got < n) {
+		int rv = ibv_poll_cq(cq, n - got > 64 ? 64 : n - got,
+				     wc + got);
+
+		if (rv < 0)
+			return got;
+		got += rv;
+		if (!rv) {
+			if (now_ms() >= deadline)
+				break;
+			usleep(1000);
+		}
+	}
+	return got;
+}
+
+static int post_recv(struct ibv_qp *qp, struct ibv_mr *mr, uint64_t wr_id,
+		     uint32_t off)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)mr->addr + off, .length = SM_MSG_LEN,
+		.lkey = mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge,
+				  .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+static int post_send(struct ibv_qp *qp, struct ibv_mr *mr, uint64_t wr_id,
+		     bool signaled)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)mr->addr, .length = SM_MSG_LEN,
+		.lkey = mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = signaled ? IBV_SEND_SIGNALED : 0,
+	}, *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/*
+ * Check @n completions: each FLUSH_ERR; the receive ones (wr_id in
+ * [rbase, rbase + nr)) in order, the send ones ([sbase, sbase + ns)) in
+ * order.  Returns true if all good; reports one FAIL @name otherwise.
+ */
+static bool check_flushed(const char *name, const struct ibv_wc *wc, int n,
+			  uint64_t rbase, int nr, uint64_t sbase, int ns)
+{
+	int i, r = 0, s = 0;
+
+	if (n != nr + ns) {
+		fail(name, "%d completions, expected %d (%d recv + %d send)",
+		     n, nr + ns, nr, ns);
+		return false;
+	}
+	for (i = 0; i < n; i++) {
+		if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+			fail(name, "completion %d wr_id %llu: %s, expected "
+			     "WR_FLUSH_ERR", i,
+			     (unsigned long long)wc[i].wr_id,
+			     ibv_wc_status_str(wc[i].status));
+			return false;
+		}
+		if (nr && wc[i].wr_id >= rbase && wc[i].wr_id < rbase + nr) {
+			if (wc[i].wr_id != rbase + r) {
+				fail(name, "completion %d: recv wr_id %llu, "
+				     "expected %llu (out of order)", i,
+				     (unsigned long long)wc[i].wr_id,
+				     (unsigned long long)(rbase + r));
+				return false;
+			}
+			r++;
+		} else if (ns && wc[i].wr_id >= sbase &&
+			   wc[i].wr_id < sbase + ns) {
+			if (wc[i].wr_id != sbase + s) {
+				fail(name, "completion %d: send wr_id %llu, "
+				     "expected %llu (out of order)", i,
+				     (unsigned long long)wc[i].wr_id,
+				     (unsigned long long)(sbase + s));
+				return false;
+			}
+			s++;
+		} else {
+			fail(name, "completion %d: unexpected wr_id %llu", i,
+			     (unsigned long long)wc[i].wr_id);
+			return false;
+		}
+	}
+	pass("%s", name);
+	return true;
+}
+
+/* Wait for an async event of @type on @ctx; logs all events seen. */
+static bool wait_async(struct ibv_context *ctx, enum ibv_event_type type,
+		       int ms)
+{
+	long long end = deadline_in(ms);
+	struct ibv_async_event ev;
+	int flags = fcntl(ctx->async_fd, F_GETFL);
+
+	fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
+	for (;;) {
+		struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+
+		if (!ibv_get_async_event(ctx, &ev)) {
+			enum ibv_event_type t = ev.event_type;
+
+			ibv_ack_async_event(&ev);
+			info("async event %s", ibv_event_type_str(t));
+			if (t == type)
+				return true;
+			continue;
+		}
+		if (!ms_left(end))
+			return false;
+		poll(&pfd, 1, ms_left(end) < 100 ? ms_left(end) : 100);
+	}
+}
+
+/* ---- rdma_cm helpers and the event log --------------------------------- */
+
+struct conn {
+	const char *side;
+	struct sockaddr_storage addr;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	int cq_depth;
+	int sq_depth;
+	int rq_depth;
+	struct ibv_srq *srq;
+	char seq[1024];		/* the events, in order */
+	int n_events;
+	int n_est;
+	int n_disc;
+	int disc_status;
+	long long t_disc;
+	long long t0;
+	/* accept private data, server -> client */
+	uint64_t peer_addr;
+	uint32_t peer_rkey;
+	long long sync_real;
+};
+
+struct sm_offer {
+	uint32_t magic;
+	uint32_t rkey;
+	uint64_t addr;
+	uint64_t sync_real;
+};
+
+static void record(struct conn *c, struct rdma_cm_event *ev)
+{
+	const char *name = rdma_event_str(ev->event);
+	size_t len = strlen(c->seq);
+
+	if (!strncmp(name, "RDMA_CM_EVENT_", 14))
+		name += 14;
+	printf("EVENT %s +%lld %s status %d\n", c->side, now_ms() - c->t0,
+	       name, ev->status);
+	snprintf(c->seq + len, sizeof(c->seq) - len, "%s%s", len ? " " : "",
+		 name);
+	c->n_events++;
+	if (ev->event == RDMA_CM_EVENT_ESTABLISHED)
+		c->n_est++;
+	if (ev->event == RDMA_CM_EVENT_DISCONNECTED) {
+		c->n_disc++;
+		c->disc_status = ev->status;
+		c->t_disc = now_ms();
+	}
+}
+
+static int resolve(const char *host, const char *port, bool passive,
+		   struct sockaddr_storage *ss)
+{
+	struct addrinfo hints = {
+		.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+		.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0),
+	};
+	struct addrinfo *res;
+	int rv = getaddrinfo(host, port, &hints, &res);
+
+	if (rv) {
+		fail("setup", "getaddrinfo %s: %s", host, gai_strerror(rv));
+		return -1;
+	}
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int make_channel(struct conn *c)
+{
+	int flags;
+
+	c->ch = rdma_create_event_channel();
+	if (!c->ch) {
+		fail("setup", "rdma_create_event_channel: %s", strerror(errno));
+		return -1;
+	}
+	flags = fcntl(c->ch->fd, F_GETFL);
+	fcntl(c->ch->fd, F_SETFL, flags | O_NONBLOCK);
+	return 0;
+}
+
+/*
+ * The next event before @deadline, recorded and stored in *@type (and the
+ * private data parsed if it is an offer); 0, or -ETIMEDOUT / -errno.
+ * The event is acked, except CONNECT_REQUEST, which is returned in *@req.
+ */
+static int next_event(struct conn *c, long long deadline,
+		      enum rdma_cm_event_type *type,
+		      struct rdma_cm_event **req)
+{
+	struct rdma_cm_event *ev;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = c->ch->fd, .events = POLLIN };
+		int ms;
+
+		if (!rdma_get_cm_event(c->ch, &ev))
+			break;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		ms = ms_left(deadline);
+		if (!ms)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+			return -errno;
+	}
+	record(c, ev);
+	*type = ev->event;
+	if (ev->event == RDMA_CM_EVENT_ESTABLISHED &&
+	    ev->param.conn.private_data_len >= sizeof(struct sm_offer)) {
+		struct sm_offer o;
+
+		memcpy(&o, ev->param.conn.private_data, sizeof(o));
+		if (be32toh(o.magic) == SM_MAGIC) {
+			c->peer_rkey = be32toh(o.rkey);
+			c->peer_addr = be64toh(o.addr);
+			c->sync_real = (long long)be64toh(o.sync_real);
+		}
+	}
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && req) {
+		*req = ev;
+		return 0;
+	}
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+/* The next event must be @want within @ms. */
+static bool expect_event(struct conn *c, enum rdma_cm_event_type want, int ms,
+			 const char *name)
+{
+	enum rdma_cm_event_type type;
+	long long start = now_ms();
+	int rv = next_event(c, deadline_in(ms), &type, NULL);
+
+	if (rv) {
+		fail(name, "no %s within %lld ms: %s", rdma_event_str(want),
+		     now_ms() - start, strerror(-rv));
+		return false;
+	}
+	if (type != want) {
+		fail(name, "got %s, expected %s", rdma_event_str(type),
+		     rdma_event_str(want));
+		return false;
+	}
+	return true;
+}
+
+/* Wait up to @ms for the first DISCONNECTED; logs any other event. */
+static bool wait_disconnected(struct conn *c, int ms, const char *name)
+{
+	long long end = deadline_in(ms), start = now_ms();
+	enum rdma_cm_event_type type;
+
+	while (!c->n_disc) {
+		int rv = next_event(c, end, &type, NULL);
+
+		if (rv) {
+			fail(name, "no DISCONNECTED within %lld ms (%s); "
+			     "events: %s", now_ms() - start, strerror(-rv),
+			     c->seq);
+			return false;
+		}
+		if (type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+			fail(name, "DEVICE_REMOVAL; events: %s", c->seq);
+			return false;
+		}
+	}
+	pass("%s", name);
+	return true;
+}
+
+/* No further event within @ms; then the sequence must be @want. */
+static void check_quiet_and_seq(struct conn *c, int ms, const char *want)
+{
+	long long end = deadline_in(ms);
+	enum rdma_cm_event_type type;
+	char name[96];
+
+	while (!next_event(c, end, &type, NULL))
+		;
+	snprintf(name, sizeof(name), "%s exactly one DISCONNECTED", c->side);
+	check(c->n_disc == 1, name, "%d DISCONNECTED; events: %s", c->n_disc,
+	      c->seq);
+	snprintf(name, sizeof(name), "%s event sequence", c->side);
+	check(!strcmp(c->seq, want), name, "got \"%s\", expected \"%s\"",
+	      c->seq, want);
+}
+
+static int alloc_res(struct conn *c, struct ibv_context *verbs)
+{
+	c->buf = aligned_alloc(4096, SM_BUF_LEN);
+	if (!c->buf)
+		return -1;
+	memset(c->buf, 0x5a, SM_BUF_LEN);
+	c->pd = ibv_alloc_pd(verbs);
+	if (!c->pd)
+		goto err;
+	c->mr = ibv_reg_mr(c->pd, c->buf, SM_BUF_LEN,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ);
+	if (!c->mr)
+		goto err;
+	c->cq = ibv_create_cq(verbs, c->cq_depth ? c->cq_depth : 256, NULL,
+			      NULL, 0);
+	if (!c->cq)
+		goto err;
+	return 0;
+err:
+	fail("setup", "PD/MR/CQ: %s", strerror(errno));
+	return -1;
+}
+
+static int create_qp(struct conn *c, struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_RC,
+		.send_cq = c->cq, .recv_cq = c->cq,
+		.cap = {
+			.max_send_wr = c->sq_depth ? c->sq_depth : 32,
+			.max_recv_wr = c->rq_depth ? c->rq_depth : 32,
+			.max_send_sge = 1, .max_recv_sge = 1,
+		},
+	};
+
+	if (rdma_create_qp(id, c->pd, &attr)) {
+		fail("setup", "rdma_create_qp: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void conn_close(struct conn *c)
+{
+	if (c->id && c->id->qp)
+		rdma_destroy_qp(c->id);
+	if (c->cq)
+		ibv_destroy_cq(c->cq);
+	if (c->mr)
+		ibv_dereg_mr(c->mr);
+	if (c->pd)
+		ibv_dealloc_pd(c->pd);
+	if (c->id)
+		rdma_destroy_id(c->id);
+	if (c->listen)
+		rdma_destroy_id(c->listen);
+	if (c->ch)
+		rdma_destroy_event_channel(c->ch);
+	free(c->buf);
+	c->id = c->listen = NULL;
+	c->cq = NULL;
+	c->mr = NULL;
+	c->pd = NULL;
+	c->ch = NULL;
+	c->buf = NULL;
+}
+
+/* Channel, id, address and route resolved, resources: no connection. */
+static int client_prepare(struct conn *c)
+{
+	if (make_channel(c))
+		return -1;
+	if (rdma_create_id(c->ch, &c->id, c, RDMA_PS_TCP)) {
+		fail("setup", "rdma_create_id: %s", strerror(errno));
+		return -1;
+	}
+	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&c->addr,
+			      2000)) {
+		fail("setup", "rdma_resolve_addr: %s", strerror(errno));
+		return -1;
+	}
+	if (!expect_event(c, RDMA_CM_EVENT_ADDR_RESOLVED, SM_EVENT_MS,
+			  "client address resolved"))
+		return -1;
+	if (rdma_resolve_route(c->id, 2000)) {
+		fail("setup", "rdma_resolve_route: %s", strerror(errno));
+		return -1;
+	}
+	if (!expect_event(c, RDMA_CM_EVENT_ROUTE_RESOLVED, SM_EVENT_MS,
+			  "client route resolved"))
+		return -1;
+	if (alloc_res(c, c->id->verbs))
+		return -1;
+	return create_qp(c, c->id);
+}
+
+/*
+ * Connect (retrying for a few seconds while refused), with @nrecv receives
+ * posted first.  true once ESTABLISHED.
+ */
+static bool client_connect(struct conn *c, int nrecv, uint64_t rbase)
+{
+	long long retry_end = deadline_in(SM_RETRY_MS);
+	struct rdma_conn_param param = {
+		.responder_resources = 4, .initiator_depth = 4,
+	};
+	enum rdma_cm_event_type type;
+	int i, rv;
+
+	for (;;) {
+		c->seq[0] = 0;
+		c->n_events = 0;
+		c->t0 = now_ms();
+		if (client_prepare(c))
+			return false;
+		for (i = 0; i < nrecv; i++)
+			if (post_recv(c->id->qp, c->mr, rbase + i,
+				      SM_MSG_LEN * i)) {
+				fail("client post recv", "%s", strerror(errno));
+				return false;
+			}
+		if (rdma_connect(c->id, &param)) {
+			fail("client connect", "rdma_connect: %s",
+			     strerror(errno));
+			return false;
+		}
+		marker("CONNECTING");
+		rv = next_event(c, deadline_in(SM_CONNECT_MS), &type, NULL);
+		if (!rv && type == RDMA_CM_EVENT_ESTABLISHED) {
+			pass("client connect");
+			return true;
+		}
+		if (rv || type != RDMA_CM_EVENT_REJECTED ||
+		    now_ms() >= retry_end) {
+			fail("client connect", "%s; events: %s",
+			     rv ? strerror(-rv) : rdma_event_str(type),
+			     c->seq);
+			return false;
+		}
+		info("connection refused; retrying");
+		conn_close(c);
+		usleep(200000);
+	}
+}
+
+/* Listen and take one connection request (returned unaccepted). */
+static struct rdma_cm_event *server_wait_request(struct conn *c)
+{
+	struct rdma_cm_event *req = NULL;
+	enum rdma_cm_event_type type;
+	int rv;
+
+	c->t0 = now_ms();
+	if (make_channel(c))
+		return NULL;
+	if (rdma_create_id(c->ch, &c->listen, c, RDMA_PS_TCP) ||
+	    rdma_bind_addr(c->listen, (struct sockaddr *)&c->addr) ||
+	    rdma_listen(c->listen, 4)) {
+		fail("setup", "listen: %s", strerror(errno));
+		return NULL;
+	}
+	if (!c->listen->verbs) {
+		fail("setup", "the bind address is not an RDMA device's");
+		return NULL;
+	}
+	if (alloc_res(c, c->listen->verbs))
+		return NULL;
+	marker("LISTENING");
+	rv = next_event(c, deadline_in(20000), &type, &req);
+	if (rv || type != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		fail("server connect request", "%s; events: %s",
+		     rv ? strerror(-rv) : rdma_event_str(type), c->seq);
+		return NULL;
+	}
+	c->id = req->id;
+	return req;
+}
+
+/* Accept with the offer (our MR, a sync time @sync_in ms from now). */
+static int server_accept(struct conn *c, int sync_in)
+{
+	struct sm_offer o = {
+		.magic = htobe32(SM_MAGIC), .rkey = htobe32(c->mr->rkey),
+		.addr = htobe64((uintptr_t)c->buf),
+		.sync_real = htobe64((uint64_t)(real_ms() + sync_in)),
+	};
+	struct rdma_conn_param param = {
+		.private_data = &o, .private_data_len = sizeof(o),
+		.responder_resources = 4, .initiator_depth = 4,
+	};
+
+	c->sync_real = (long long)be64toh(o.sync_real);
+	return rdma_accept(c->id, &param);
+}
+
+/* Full server side: request, QP with @nrecv receives, accept, ESTABLISHED. */
+static bool server_connect(struct conn *c, int nrecv, uint64_t rbase,
+			   int sync_in)
+{
+	struct rdma_cm_event *req = server_wait_request(c);
+	int i;
+
+	if (!req)
+		return false;
+	rdma_ack_cm_event(req);
+	if (create_qp(c, c->id))
+		return false;
+	for (i = 0; i < nrecv; i++)
+		if (post_recv(c->id->qp, c->mr, rbase + i, SM_MSG_LEN * i)) {
+			fail("server post recv", "%s", strerror(errno));
+			return false;
+		}
+	if (server_accept(c, sync_in)) {
+		fail("server accept", "rdma_accept: %s", strerror(errno));
+		return false;
+	}
+	return expect_event(c, RDMA_CM_EVENT_ESTABLISHED, SM_CONNECT_MS,
+			    "server established");
+}
+
+#define CLIENT_SEQ "ADDR_RESOLVED ROUTE_RESOLVED ESTABLISHED DISCONNECTED"
+#define SERVER_SEQ "CONNECT_REQUEST ESTABLISHED DISCONNECTED"
+
+/* After DISCONNECTED: @nrecv receives flushed in order (plus @nsend sends
+ * from @sbase), QP in ERR, a send posted now flushes at once. */
+static void check_after_close(struct conn *c, int nrecv, uint64_t rbase,
+			      int nsend, uint64_t sbase)
+{
+	struct ibv_wc wc[64];
+	char name[96];
+	long long t;
+	int n;
+
+	snprintf(name, sizeof(name), "%s QP in ERR after DISCONNECTED",
+		 c->side);
+	check_qp_state(name, c->id->qp, IBV_QPS_ERR);
+	n = poll_cq_until(c->cq, wc, nrecv + nsend, deadline_in(500));
+	if (n == nrecv + nsend)
+		n += poll_cq_until(c->cq, wc + n, 1, 0);	/* extras? */
+	snprintf(name, sizeof(name), "%s outstanding WRs flushed in order",
+		 c->side);
+	check_flushed(name, wc, n, rbase, nrecv, sbase, nsend);
+
+	/* Posting in ERROR, and the drain marker. */
+	t = now_ms();
+	snprintf(name, sizeof(name), "%s send posted after close flushed",
+		 c->side);
+	if (post_send(c->id->qp, c->mr, 9000, true)) {
+		fail(name, "ibv_post_send: %s", strerror(errno));
+		return;
+	}
+	n = poll_cq_until(c->cq, wc, 1, deadline_in(SM_PROMPT_MS));
+	if (n == 1 && wc[0].wr_id == 9000 &&
+	    wc[0].status == IBV_WC_WR_FLUSH_ERR)
+		pass("%s (%lld ms)", name, now_ms() - t);
+	else
+		fail(name, "%d completions in %d ms%s%s", n, SM_PROMPT_MS,
+		     n ? ", status " : "",
+		     n ? ibv_wc_status_str(wc[0].status) : "");
+}
+
+/* ---- scenarios ------------------------------------------------------------ */
+
+/* 1: modify_qp(ERR) flushes everything, in order, before it returns. */
+static void sc_flush(struct conn *c)
+{
+	struct ibv_srq_init_attr sattr = { .attr = { .max_wr = 16,
+						     .max_sge = 1 } };
+	struct ibv_qp_init_attr qattr = { .qp_type = IBV_QPT_RC };
+	struct ibv_wc wc[64];
+	struct ibv_qp *qp, *sqp;
+	int i, n, rv, state;
+	long long t;
+
+	if (client_prepare(c))
+		return;
+	qp = c->id->qp;
+	state = qp_state(qp);
+	info("QP after rdma_create_qp: %s", qp_state_str(state));
+	for (i = 0; i < 8; i++) {
+		rv = post_recv(qp, c->mr, 1000 + i, SM_MSG_LEN * i);
+		rv = rv ? rv : post_send(qp, c->mr, 2000 + i, i % 2 == 0);
+		if (rv) {
+			fail("flush post", "%s", strerror(rv));
+			return;
+		}
+	}
+	n = ibv_poll_cq(c->cq, 64, wc);
+	check(n == 0, "flush nothing completes before ERR", "%d completions",
+	      n);
+	if (modify_err(qp)) {
+		fail("flush modify_qp(ERR)", "%s", strerror(errno));
+		return;
+	}
+	/* No waiting: the flush happened inside modify_qp. */
+	n = poll_cq_until(c->cq, wc, 64, 0);
+	check_flushed("flush 8 recv + 8 send (4 unsignaled) flushed before "
+		      "modify_qp returned", wc, n, 1000, 8, 2000, 8);
+	check_qp_state("flush QP in ERR", qp, IBV_QPS_ERR);
+
+	/* Posts in ERROR complete at once, unsignaled too. */
+	t = now_ms();
+	rv = post_send(qp, c->mr, 3000, false);
+	rv = rv ? rv : post_recv(qp, c->mr, 3001, 0);
+	if (rv) {
+		fail("flush post in ERR", "%s", strerror(rv));
+		return;
+	}
+	n = poll_cq_until(c->cq, wc, 2, deadline_in(SM_PROMPT_MS));
+	n += poll_cq_until(c->cq, wc + n, 1, 0);
+	if (n == 2 && wc[0].status == IBV_WC_WR_FLUSH_ERR &&
+	    wc[1].status == IBV_WC_WR_FLUSH_ERR &&
+	    ((wc[0].wr_id == 3000 && wc[1].wr_id == 3001) ||
+	     (wc[0].wr_id == 3001 && wc[1].wr_id == 3000)))
+		pass("flush posts in ERR complete at once (%lld ms)",
+		     now_ms() - t);
+	else
+		fail("flush posts in ERR complete at once", "%d completions "
+		     "within %d ms (expected unsignaled send 3000 and recv "
+		     "3001, FLUSH_ERR)", n, SM_PROMPT_MS);
+
+	/* The drain marker. */
+	for (i = 0; i < 3; i++) {
+		rv = post_send(qp, c->mr, 4000 + i, true);
+		if (rv)
+			break;
+		n = poll_cq_until(c->cq, wc, 1, deadline_in(SM_PROMPT_MS));
+		if (n != 1 || wc[0].wr_id != 4000u + i ||
+		    wc[0].status != IBV_WC_WR_FLUSH_ERR)
+			break;
+	}
+	check(i == 3, "flush drain marker completes (3 rounds)",
+	      "round %d: %s", i, rv ? strerror(rv) : "no FLUSH_ERR completion");
+
+	/* A QP on an SRQ: LAST_WQE_REACHED. */
+	c->srq = ibv_create_srq(c->pd, &sattr);
+	if (!c->srq) {
+		fail("flush srq", "ibv_create_srq: %s", strerror(errno));
+		return;
+	}
+	qattr.send_cq = c->cq;
+	qattr.recv_cq = c->cq;
+	qattr.srq = c->srq;
+	qattr.cap.max_send_wr = 4;
+	qattr.cap.max_send_sge = 1;
+	sqp = ibv_create_qp(c->pd, &qattr);
+	if (!sqp) {
+		fail("flush srq", "ibv_create_qp on SRQ: %s", strerror(errno));
+		goto out_srq;
+	}
+	{
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
+					 .port_num = 1 };
+
+		if (ibv_modify_qp(sqp, &a, IBV_QP_STATE | IBV_QP_PORT |
+				  IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS))
+			info("srq QP to INIT: %s", strerror(errno));
+	}
+	if (modify_err(sqp))
+		fail("flush srq modify_qp(ERR)", "%s", strerror(errno));
+	else
+		check(wait_async(c->id->verbs, IBV_EVENT_QP_LAST_WQE_REACHED,
+				 2000),
+		      "flush SRQ QP gets IBV_EVENT_QP_LAST_WQE_REACHED",
+		      "not within 2 s");
+	ibv_destroy_qp(sqp);
+out_srq:
+	ibv_destroy_srq(c->srq);
+	c->srq = NULL;
+}
+
+/* 6: thousands of WRs flushed. */
+static void sc_flush_many(struct conn *c)
+{
+	enum { NR = 4000, NS = 4000 };
+	struct ibv_recv_wr rwr[100], *rbad;
+	struct ibv_send_wr swr[100], *sbad;
+	struct ibv_sge sge = { 0 };
+	struct ibv_wc *wc;
+	int i, j, n;
+	long long t;
+
+	c->cq_depth = 8192 + 64;
+	c->sq_depth = 4096;
+	c->rq_depth = 4096;
+	if (client_prepare(c))
+		return;
+	sge.addr = (uintptr_t)c->buf;
+	sge.length = SM_MSG_LEN;
+	sge.lkey = c->mr->lkey;
+	for (i = 0; i < NR; i += 100) {
+		for (j = 0; j < 100; j++) {
+			rwr[j] = (struct ibv_recv_wr){
+				.wr_id = i + j, .sg_list = &sge, .num_sge = 1,
+				.next = j < 99 ? &rwr[j + 1] : NULL,
+			};
+		}
+		if (ibv_post_recv(c->id->qp, rwr, &rbad)) {
+			fail("flush-many post recv", "at %d: %s", i,
+			     strerror(errno));
+			return;
+		}
+	}
+	for (i = 0; i < NS; i += 100) {
+		for (j = 0; j < 100; j++) {
+			swr[j] = (struct ibv_send_wr){
+				.wr_id = 100000 + i + j, .sg_list = &sge,
+				.num_sge = 1, .opcode = IBV_WR_SEND,
+				.send_flags = (i + j) % 64 == 63 ?
+					      IBV_SEND_SIGNALED : 0,
+				.next = j < 99 ? &swr[j + 1] : NULL,
+			};
+		}
+		if (ibv_post_send(c->id->qp, swr, &sbad)) {
+			fail("flush-many post send", "at %d: %s", i,
+			     strerror(errno));
+			return;
+		}
+	}
+	wc = calloc(NR + NS + 64, sizeof(*wc));
+	if (!wc)
+		return;
+	t = now_ms();
+	if (modify_err(c->id->qp)) {
+		fail("flush-many modify_qp(ERR)", "%s", strerror(errno));
+		free(wc);
+		return;
+	}
+	info("modify_qp(ERR) took %lld ms", now_ms() - t);
+	n = poll_cq_until(c->cq, wc, NR + NS + 64, 0);
+	check_flushed("flush-many 4000 recv + 4000 send flushed in order "
+		      "before modify_qp returned", wc, n, 0, NR, 100000, NS);
+	check_qp_state("flush-many QP in ERR", c->id->qp, IBV_QPS_ERR);
+	free(wc);
+}
+
+/* 2, 3a, 8: graceful close started by the client. */
+static void sc_disconnect(struct conn *c, bool server)
+{
+	long long t;
+	int state;
+
+	if (server) {
+		if (!server_connect(c, 8, 500, 0))
+			return;
+		wait_disconnected(c, 10000, "server DISCONNECTED");
+		check(c->disc_status == 0, "server DISCONNECTED status 0",
+		      "status %d", c->disc_status);
+		check_after_close(c, 8, 500, 0, 0);
+		check_quiet_and_seq(c, SM_QUIET_MS, SERVER_SEQ);
+		return;
+	}
+	if (!client_connect(c, 8, 500))
+		return;
+	t = now_ms();
+	if (rdma_disconnect(c->id)) {
+		fail("client rdma_disconnect", "%s", strerror(errno));
+		return;
+	}
+	t = now_ms() - t;
+	check(t < 500, "client rdma_disconnect returns at once",
+	      "took %lld ms", t);
+	state = qp_state(c->id->qp);
+	info("client QP right after rdma_disconnect: %s", qp_state_str(state));
+	/* Queued while closing: must be flushed when the close completes. */
+	if (post_send(c->id->qp, c->mr, 600, true)) {
+		info("post_send while closing refused: %s", strerror(errno));
+		state = -1;
+	} else {
+		state = 1;
+	}
+	t = now_ms();
+	if (wait_disconnected(c, 4000, "client DISCONNECTED (graceful, "
+			      "before the close timer)"))
+		info("DISCONNECTED %lld ms after rdma_disconnect",
+		     c->t_disc - t);
+	check(c->disc_status == 0, "client DISCONNECTED status 0",
+	      "status %d", c->disc_status);
+	check_after_close(c, 8, 500, state == 1 ? 1 : 0, 600);
+	check_quiet_and_seq(c, SM_QUIET_MS, CLIENT_SEQ);
+}
+
+/* 3b: both sides call rdma_disconnect at the same instant. */
+static void sc_both(struct conn *c, bool server)
+{
+	long long wait;
+
+	if (server ? !server_connect(c, 4, 500, 1500) :
+		     !client_connect(c, 4, 500))
+		return;
+	if (!server && !c->sync_real) {
+		fail("both sync", "no sync time in the accept private data");
+		return;
+	}
+	wait = c->sync_real - real_ms();
+	info("disconnecting in %lld ms", wait);
+	if (wait > 0 && wait < 5000)
+		usleep(wait * 1000);
+	if (rdma_disconnect(c->id))
+		info("rdma_disconnect: %s (the peer's close came first)",
+		     strerror(errno));
+	wait_disconnected(c, 8000, server ? "server DISCONNECTED" :
+			  "client DISCONNECTED");
+	info("%s DISCONNECTED status %d", c->side, c->disc_status);
+	check_after_close(c, 4, 500, 0, 0);
+	check_quiet_and_seq(c, SM_QUIET_MS, server ? SERVER_SEQ : CLIENT_SEQ);
+}
+
+/* 3c: the client is SIGKILLed mid-transfer; the server survives. */
+static void sc_kill(struct conn *c, bool server)
+{
+	struct ibv_wc wc[16];
+	int i, inflight = 0;
+	bool ready = false;
+	long n = 0;
+
+	if (server) {
+		if (!server_connect(c, 32, 500, 0))
+			return;
+		if (wait_disconnected(c, 25000, "server DISCONNECTED after "
+				      "the client was killed"))
+			check(c->disc_status == -ECONNRESET, "kill server "
+			      "DISCONNECTED status -ECONNRESET (reset)",
+			      "status %d", c->disc_status);
+		check_after_close(c, 32, 500, 0, 0);
+		check_quiet_and_seq(c, SM_QUIET_MS, SERVER_SEQ);
+		return;
+	}
+	if (!client_connect(c, 0, 0))
+		return;
+	/* RDMA WRITEs into the server's buffer until killed. */
+	while (ms_left(run_deadline)) {
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)c->buf, .length = 4096,
+			.lkey = c->mr->lkey,
+		};
+		struct ibv_send_wr wr = {
+			.wr_id = n, .sg_list = &sge, .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma = { .remote_addr = c->peer_addr +
+					(n % 8) * 4096,
+				     .rkey = c->peer_rkey },
+		}, *bad;
+
+		if (inflight < 16 && !ibv_post_send(c->id->qp, &wr, &bad)) {
+			inflight++;
+			n++;
+		}
+		i = ibv_poll_cq(c->cq, 16, wc);
+		if (i > 0)
+			inflight -= i;
+		if (i > 0 && wc[0].status != IBV_WC_SUCCESS) {
+			fail("kill client WRITE", "%s",
+			     ibv_wc_status_str(wc[0].status));
+			return;
+		}
+		if (n >= 64 && !ready) {
+			marker("READY");
+			ready = true;
+		}
+		if (inflight >= 16)
+			usleep(100);
+	}
+	fail("kill", "the client was not killed");
+}
+
+/* 4 and 5: the peer drops everything; the close timer ends the close. */
+static void sc_close_timer(struct conn *c, bool server, bool destroy)
+{
+	long long t, dt;
+
+	if (server) {
+		if (!server_connect(c, 4, 500, 0))
+			return;
+		/* It still sees the client's FIN: only its own output is
+		 * dropped.  Timing is not asserted here. */
+		wait_disconnected(c, 25000, "server DISCONNECTED");
+		info("server DISCONNECTED status %d", c->disc_status);
+		check_quiet_and_seq(c, SM_QUIET_MS, SERVER_SEQ);
+		return;
+	}
+	if (!client_connect(c, 4, 500))
+		return;
+	marker("READY");
+	if (!wait_go(20000)) {
+		fail("close-timer", "no SIGUSR1 from the script");
+		return;
+	}
+	t = now_ms();
+	if (rdma_disconnect(c->id)) {
+		fail("client rdma_disconnect", "%s", strerror(errno));
+		return;
+	}
+	if (destroy) {
+		struct ibv_qp *qp = c->id->qp;
+		long long d;
+
+		usleep(200000);
+		info("QP before destroy: %s; events so far: %s",
+		     qp_state_str(qp_state(qp)), c->seq);
+		d = now_ms();
+		rdma_destroy_qp(c->id);
+		d = now_ms() - d;
+		check(d < 3000, "destroy-closing rdma_destroy_qp returns "
+		      "within 3 s", "took %lld ms", d);
+		info("rdma_destroy_qp took %lld ms", d);
+		wait_disconnected(c, 10000, "destroy-closing client "
+				  "DISCONNECTED");
+		info("client DISCONNECTED status %d after %lld ms",
+		     c->disc_status, c->t_disc - t);
+		check_quiet_and_seq(c, SM_QUIET_MS, CLIENT_SEQ);
+		return;
+	}
+	wait_disconnected(c, 12000, "close-timer client DISCONNECTED");
+	dt = c->t_disc - t;
+	if (c->n_disc)
+		check(dt >= 4000 && dt <= 9000, "close-timer DISCONNECTED "
+		      "after the 5 s close timer", "after %lld ms, expected "
+		      "4000-9000", dt);
+	if (c->n_disc)
+		check(c->disc_status == -ETIMEDOUT, "close-timer client "
+		      "DISCONNECTED status -ETIMEDOUT", "status %d",
+		      c->disc_status);
+	info("client DISCONNECTED status %d after %lld ms", c->disc_status,
+	     dt);
+	if (c->n_disc)
+		check_after_close(c, 4, 500, 0, 0);
+	check_quiet_and_seq(c, SM_QUIET_MS, CLIENT_SEQ);
+}
+
+/* 7: accept after the client's connection was reset. */
+static void sc_accept_fail(struct conn *c, bool server)
+{
+	enum rdma_cm_event_type type;
+	long long end;
+	int rv, err;
+
+	if (!server) {
+		struct rdma_conn_param param = {
+			.responder_resources = 4, .initiator_depth = 4,
+		};
+
+		c->t0 = now_ms();
+		if (client_prepare(c))
+			return;
+		if (rdma_connect(c->id, &param)) {
+			fail("client connect", "%s", strerror(errno));
+			return;
+		}
+		marker("CONNECTING");
+		rv = next_event(c, deadline_in(20000), &type, NULL);
+		check(!rv && type != RDMA_CM_EVENT_ESTABLISHED,
+		      "accept-fail client connection fails",
+		      "%s", rv ? strerror(-rv) : rdma_event_str(type));
+		end = deadline_in(3000);
+		while (!next_event(c, end, &type, NULL))
+			;
+		/* ADDR_RESOLVED ROUTE_RESOLVED and one failure event */
+		check(c->n_est == 0 && c->n_disc == 0 && c->n_events == 3,
+		      "accept-fail client one failure event, no "
+		      "ESTABLISHED/DISCONNECTED", "events: %s", c->seq);
+		return;
+	}
+	{
+		struct rdma_cm_event *req = server_wait_request(c);
+
+		if (!req)
+			return;
+		rdma_ack_cm_event(req);
+	}
+	if (create_qp(c, c->id))
+		return;
+	marker("REQUEST");
+	if (!wait_go(20000)) {
+		fail("accept-fail", "no SIGUSR1 from the script");
+		return;
+	}
+	sleep(1);
+	rv = server_accept(c, 0);
+	err = errno;
+	if (rv)
+		info("rdma_accept: %d, errno %d (%s)", rv, err, strerror(err));
+	check(rv != 0, "accept-fail rdma_accept fails", "returned 0");
+	check(rv == 0 || err != 0, "accept-fail rdma_accept sets errno",
+	      "errno 0");
+	end = deadline_in(3000);
+	while (!next_event(c, end, &type, NULL))
+		;
+	check(!strcmp(c->seq, "CONNECT_REQUEST"),
+	      "accept-fail no event after the failed accept",
+	      "events: %s", c->seq);
+}
+
+/* 9: the client's link goes down. */
+static void sc_link_down(struct conn *c, bool server)
+{
+	if (server) {
+		if (!server_connect(c, 4, 500, 0))
+			return;
+		if (!wait_go(30000))
+			fail("link-down", "no SIGUSR1 from the script");
+		if (!c->n_disc) {
+			enum rdma_cm_event_type type;
+
+			/* Drain what arrived meanwhile. */
+			while (!next_event(c, now_ms(), &type, NULL))
+				;
+		}
+		if (!c->n_disc) {
+			info("server not disconnected yet: rdma_disconnect");
+			rdma_disconnect(c->id);
+			wait_disconnected(c, 8000, "server DISCONNECTED");
+		}
+		{
+			enum rdma_cm_event_type type;
+			long long end = deadline_in(1000);
+
+			while (!next_event(c, end, &type, NULL))
+				;
+		}
+		check(c->n_disc <= 1, "link-down server at most one "
+		      "DISCONNECTED", "%d; events: %s", c->n_disc, c->seq);
+		info("server events: %s (status %d)", c->seq, c->disc_status);
+		return;
+	}
+	if (!client_connect(c, 4, 500))
+		return;
+	marker("READY");
+	if (wait_disconnected(c, 25000, "link-down client DISCONNECTED"))
+		check(c->disc_status == -ECONNRESET, "link-down client "
+		      "DISCONNECTED status -ECONNRESET (reset)", "status %d",
+		      c->disc_status);
+	check(wait_async(c->id->verbs, IBV_EVENT_PORT_ERR, 5000),
+	      "link-down client IBV_EVENT_PORT_ERR", "not within 5 s");
+	if (c->n_disc)
+		check_after_close(c, 4, 500, 0, 0);
+	check_quiet_and_seq(c, SM_QUIET_MS, CLIENT_SEQ);
+}
+
+/* 10: the server's namespace goes away with both devices. */
+static void sc_ns_delete(struct conn *c, bool server)
+{
+	enum rdma_cm_event_type type;
+	bool removal = false;
+	long long end, t;
+	int rv;
+
+	if (server) {
+		if (!server_connect(c, 4, 500, 0))
+			return;
+		/* Killed by the script. */
+		while (ms_left(run_deadline) &&
+		       !next_event(c, run_deadline, &type, NULL))
+			;
+		info("server events: %s", c->seq);
+		return;
+	}
+	if (!client_connect(c, 4, 500))
+		return;
+	marker("READY");
+	end = deadline_in(30000);
+	while (!removal) {
+		rv = next_event(c, end, &type, NULL);
+		if (rv)
+			break;
+		if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+			removal = true;
+	}
+	check(removal, "ns-delete client DEVICE_REMOVAL", "not within 30 s; "
+	      "events: %s", c->seq);
+	check(c->n_disc <= 1, "ns-delete at most one DISCONNECTED",
+	      "events: %s", c->seq);
+	check(!strcmp(c->seq, "ADDR_RESOLVED ROUTE_RESOLVED ESTABLISHED "
+		      "DEVICE_REMOVAL") ||
+	      !strcmp(c->seq, CLIENT_SEQ " DEVICE_REMOVAL"),
+	      "ns-delete client event sequence", "got \"%s\"", c->seq);
+	t = now_ms();
+	conn_close(c);
+	t = now_ms() - t;
+	check(t < 5000, "ns-delete client teardown", "took %lld ms", t);
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static void watchdog(int sig)
+{
+	static const char msg[] = "FAIL watchdog: still running 5 s after "
+				  "the run's deadline, stuck in a call\n";
+
+	(void)sig;
+	if (write(STDOUT_FILENO, msg, sizeof(msg) - 1) < 0)
+		_exit(3);
+	_exit(1);
+}
+
+static const char *const scenarios[] = {
+	"flush", "flush-many", "disconnect", "both", "kill", "close-timer",
+	"destroy-closing", "accept-fail", "link-down", "ns-delete",
+};
+
+static void usage(const char *prog)
+{
+	size_t i;
+
+	fprintf(stderr, "usage: %s --scenario NAME (-s BIND_ADDR | -c "
+		"SERVER_ADDR) [-p PORT] [-t SECS]\nscenarios:", prog);
+	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+		fprintf(stderr, " %s", scenarios[i]);
+	fprintf(stderr, "\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "scenario", required_argument, NULL, 'S' },
+		{ 0 },
+	};
+	const char *port = SM_DEFAULT_PORT, *addr = NULL, *sc = NULL;
+	struct conn c = { 0 };
+	bool server = false;
+	int opt, secs = SM_DEFAULT_SECS;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((opt = getopt_long(argc, argv, "s:c:p:t:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'S':
+			sc = optarg;
+			break;
+		case 's':
+		case 'c':
+			server = opt == 's';
+			addr = optarg;
+			break;
+		case 'p':
+			port = optarg;
+			break;
+		case 't':
+			secs = atoi(optarg);
+			break;
+		default:
+			usage(argv[0]);
+			return 2;
+		}
+	}
+	if (!addr || !sc || optind != argc || secs <= 0) {
+		usage(argv[0]);
+		return 2;
+	}
+	run_deadline = now_ms() + secs * 1000LL;
+	signal(SIGALRM, watchdog);
+	signal(SIGUSR1, on_usr1);
+	alarm(secs + 5);
+	c.side = server ? "server" : "client";
+	c.t0 = now_ms();
+	if (resolve(addr, port, server, &c.addr))
+		goto out;
+	info("scenario %s, %s %s port %s", sc, c.side, addr, port);
+
+	if (!strcmp(sc, "flush") && !server)
+		sc_flush(&c);
+	else if (!strcmp(sc, "flush-many") && !server)
+		sc_flush_many(&c);
+	else if (!strcmp(sc, "disconnect"))
+		sc_disconnect(&c, server);
+	else if (!strcmp(sc, "both"))
+		sc_both(&c, server);
+	else if (!strcmp(sc, "kill"))
+		sc_kill(&c, server);
+	else if (!strcmp(sc, "close-timer"))
+		sc_close_timer(&c, server, false);
+	else if (!strcmp(sc, "destroy-closing"))
+		sc_close_timer(&c, server, true);
+	else if (!strcmp(sc, "accept-fail"))
+		sc_accept_fail(&c, server);
+	else if (!strcmp(sc, "link-down"))
+		sc_link_down(&c, server);
+	else if (!strcmp(sc, "ns-delete"))
+		sc_ns_delete(&c, server);
+	else {
+		usage(argv[0]);
+		return 2;
+	}
+	info("%s events: %s", c.side, c.seq[0] ? c.seq : "(none)");
+	conn_close(&c);
+out:
+	if (!passed && !failed)
+		fail("run", "no check ran");
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
