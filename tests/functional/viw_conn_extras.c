@@ -1,0 +1,1871 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw_conn_extras: private data in connect, accept and reject, and corner
+ * cases of the send and receive queues (zero-length messages, the most
+ * SGEs, inline data, solicited events), over rdma_cm connections between
+ * two hosts.
+ *
+ *   viw_conn_extras -s BIND_ADDR [-p PORT] [-t SECS]    (server)
+ *   viw_conn_extras -c SERVER_ADDR [-p PORT] [-t SECS]  (client)
+ *
+ * The client runs one scenario per connection, in this order, and names
+ * it in its rdma_connect private data: 56 bytes, magic, scenario, an
+ * argument and a known pattern.  The server checks that it sees exactly
+ * those 56 bytes in every CONNECT_REQUEST.
+ *
+ *   accept-pdata  the server accepts with 32 bytes of a pattern; the
+ *                 client finds them in ESTABLISHED.
+ *   reject-pdata  the server rejects with 40 bytes of a pattern; the
+ *                 client gets REJECTED (status shown as INFO, must be a
+ *                 negative errno) carrying those bytes (MPA reply).
+ *   zero-length   SEND with num_sge 0, SEND with one 0-byte SGE, RDMA
+ *                 WRITE with num_sge 0 to the offered buffer, RDMA WRITE
+ *                 with num_sge 0 and a bogus rkey and address, then an
+ *                 8-byte SEND: all complete SUCCESS, the server gets
+ *                 RECVs of 0, 0 and 8 bytes and its memory is untouched.
+ *   max-sge       with the device's max_sge (ibv_query_device) as both
+ *                 max_send_sge and max_recv_sge: a SEND gathered from
+ *                 max_sge slices (100, 200, ... bytes) scattered into a
+ *                 receive of max_sge differently sized slices; an RDMA
+ *                 WRITE gathered from the same slices into one remote
+ *                 buffer, checked by the server after the 8-byte SEND
+ *                 behind it; then a SEND and a receive with max_sge + 1
+ *                 SGEs must fail to post with EINVAL.
+ *   inline        SENDs with IBV_SEND_INLINE of 64 bytes from unregistered
+ *                 memory (lkey 0; one SGE, then two), the source cleared
+ *                 as soon as ibv_post_send returned: the server receives
+ *                 the original bytes.
+ *   solicited     the server arms its CQ for solicited completions only;
+ *                 the client sends 16 bytes without SOLICITED, waits for
+ *                 its completion and 200 ms, then 16 bytes with it.  The
+ *                 completion channel must deliver an event, and both
+ *                 receives must be in the CQ by then, in order.  (Whether
+ *                 the unsolicited one raised an event is not asserted.)
+ *
+ * Every posted WR is signaled; the completions must all be SUCCESS, in
+ * posting order, with the expected opcode, byte_len (receives) and no
+ * wc_flags, and no other completion may follow.
+ *
+ * One "PASS name" or "FAIL name: why" line per check, "INFO" lines for
+ * context, and a final "N passed, N failed"; exit 0 only if all passed.
+ * Every wait has a deadline, and the whole run is bounded by -t (client
+ * 40 s, server 45 s by default; a watchdog ends the process 5 s later if
+ * a call blocks).  The client retries its first connection for 5 s while
+ * it is refused, so the server may start at the same time.
+ */
+#define _GNU_SOURCE
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#define XS_MAGIC		0x76697778	/* "viwx" */
+#define XS_DEFAULT_PORT		"7520"
+#define XS_CLIENT_SECS		40
+#define XS_SERVER_SECS		45
+
+#define XS_HELLO_LEN		56	/* connect private data */
+#define XS_ACCEPT_LEN		32	/* accept private data */
+#define XS_REJECT_LEN		40	/* reject private data */
+#define XS_INLINE_LEN		64
+#define XS_SIGNAL_LEN		8	/* the SEND behind a WRITE */
+#define XS_SOLICIT_LEN		16
+#define XS_MAX_SGE		32	/* a larger device max_sge is not tested */
+
+/* Pattern seeds. */
+#define XS_SEED_HELLO		0x10	/* + scenario */
+#define XS_SEED_ACCEPT		0x41
+#define XS_SEED_INLINE1		0x49
+#define XS_SEED_INLINE2		0x4a
+#define XS_SEED_REJECT		0x52
+#define XS_SEED_UNSOL		0x53
+#define XS_SEED_SOL		0x54
+#define XS_SEED_SIGNAL		0x5a
+
+/* The server's buffer (LOCAL_WRITE | REMOTE_WRITE), XS_S_FILL before each
+ * connection. */
+#define XS_SBUF_LEN		(256 * 1024)
+#define XS_S_RECV		0		/* max-sge receive slices */
+#define XS_S_RECV_LEN		(128 * 1024)
+#define XS_S_TARGET		(128 * 1024)	/* offered to RDMA WRITE */
+#define XS_S_TARGET_LEN		(64 * 1024)
+#define XS_S_SLOTS		(192 * 1024)	/* one-SGE receives */
+#define XS_SLOT_LEN		256
+#define XS_SLOT_GAP		512
+#define XS_WRITE_OFF		64		/* WRITEs land at target + 64 */
+#define XS_S_FILL		0xee
+
+/* The client's buffer. */
+#define XS_CBUF_LEN		(128 * 1024)
+#define XS_C_SLICES		0		/* max-sge gather slices */
+#define XS_C_SMALL		(120 * 1024)	/* small SENDs */
+
+#define XS_QP_DEPTH		16
+#define XS_RESOLVE_MS		2000
+#define XS_EVENT_MS		3000
+#define XS_CONNECT_MS		10000
+#define XS_CQ_MS		5000
+#define XS_EXTRA_MS		100
+#define XS_NO_EVENT_MS		200
+#define XS_SOLICIT_GAP_MS	200
+#define XS_DISC_MS		10000
+#define XS_RETRY_MS		5000
+
+enum {
+	XS_ACCEPT_PDATA,
+	XS_REJECT_PDATA,
+	XS_ZERO_LEN,
+	XS_MAX_SGE_SC,
+	XS_INLINE,
+	XS_SOLICITED,
+	XS_NUM_SCENARIOS,
+};
+
+static const char *const xs_names[XS_NUM_SCENARIOS] = {
+	[XS_ACCEPT_PDATA] = "accept-pdata",
+	[XS_REJECT_PDATA] = "reject-pdata",
+	[XS_ZERO_LEN] = "zero-length",
+	[XS_MAX_SGE_SC] = "max-sge",
+	[XS_INLINE] = "inline",
+	[XS_SOLICITED] = "solicited",
+};
+
+/* Client -> server, in the rdma_connect private data (big endian). */
+struct xs_hello {
+	uint32_t magic;
+	uint32_t scenario;
+	uint32_t arg;		/* max-sge: the client's max_send_sge */
+	uint8_t pat[XS_HELLO_LEN - 12];
+};
+_Static_assert(sizeof(struct xs_hello) == XS_HELLO_LEN, "hello size");
+
+/* Server -> client, in the rdma_accept private data (big endian), except
+ * in accept-pdata, which sends XS_ACCEPT_LEN bytes of a pattern. */
+struct xs_offer {
+	uint32_t magic;
+	uint32_t scenario;
+	uint64_t addr;		/* the server's WRITE target */
+	uint32_t rkey;
+	uint32_t len;
+};
+
+/* A completion a check expects: always SUCCESS. */
+struct xs_want {
+	const char *what;
+	uint64_t wr_id;
+	enum ibv_wc_opcode opcode;
+	int64_t byte_len;	/* -1: not checked (send completions) */
+};
+
+static int passed, failed;
+static long long run_deadline;
+
+static void pass(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void check(bool ok, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void pass(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("PASS ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	passed++;
+}
+
+static void fail(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("FAIL %s: ", name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	failed++;
+}
+
+static void info(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("INFO ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+/* PASS @name, or FAIL @name with the detail. */
+static void check(bool ok, const char *name, const char *fmt, ...)
+{
+	char detail[256];
+	va_list ap;
+
+	if (ok) {
+		pass("%s", name);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	fail(name, "%s", detail);
+}
+
+/* ---- time ---------------------------------------------------------------- */
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* A deadline @ms from now, never past the end of the run. */
+static long long deadline_in(int ms)
+{
+	long long d = now_ms() + ms;
+
+	return d < run_deadline ? d : run_deadline;
+}
+
+static int ms_left(long long deadline)
+{
+	long long left = deadline - now_ms();
+
+	return left > 0 ? (int)left : 0;
+}
+
+/* ---- patterns ------------------------------------------------------------ */
+
+static uint8_t pat(unsigned int seed, size_t i)
+{
+	return (uint8_t)(i * 29 + seed * 71 + 3);
+}
+
+static void fill_pat(uint8_t *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = pat(seed, i);
+}
+
+/* Byte @k of the max-sge message: not periodic in 256, so that a slice
+ * placed at the wrong offset shows. */
+static uint8_t msg_byte(size_t k)
+{
+	return (uint8_t)(k * 7 + (k >> 8) * 13 + 0x21);
+}
+
+/* First offset where @got differs from @want, or -1. */
+static long first_diff(const uint8_t *got, const uint8_t *want, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (got[i] != want[i])
+			return (long)i;
+	return -1;
+}
+
+static void check_bytes(const char *name, const uint8_t *got,
+			const uint8_t *want, size_t len)
+{
+	long off = first_diff(got, want, len);
+
+	check(off < 0, name, "byte %ld of %zu is %#x, expected %#x", off, len,
+	      off < 0 ? 0 : got[off], off < 0 ? 0 : want[off]);
+}
+
+/* max-sge layout: the SEND's slice i is (i + 1) * 100 bytes at
+ * send_off(i) of the client's buffer, 32 bytes apart. */
+static uint32_t send_len(int i)
+{
+	return 100 * (uint32_t)(i + 1);
+}
+
+static uint32_t send_off(int i)
+{
+	uint32_t off = XS_C_SLICES;
+	int j;
+
+	for (j = 0; j < i; j++)
+		off += send_len(j) + 32;
+	return off;
+}
+
+static uint32_t msg_total(int n)
+{
+	uint32_t total = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		total += send_len(i);
+	return total;
+}
+
+/* The receive's slice j of m: 150, 250, ... bytes, the last one takes the
+ * rest of the @total-byte message and 64 bytes more; 48 bytes apart. */
+static uint32_t recv_len(int j, int m, uint32_t total)
+{
+	uint32_t sum = 0;
+	int k;
+
+	if (j < m - 1)
+		return 150 + 100 * (uint32_t)j;
+	for (k = 0; k < m - 1; k++)
+		sum += 150 + 100 * (uint32_t)k;
+	return (total > sum ? total - sum : 0) + 64;
+}
+
+static uint32_t recv_off(int j, int m, uint32_t total)
+{
+	uint32_t off = XS_S_RECV + 16;
+	int k;
+
+	for (k = 0; k < j; k++)
+		off += recv_len(k, m, total) + 48;
+	return off;
+}
+
+static void make_hello(struct xs_hello *h, int sc, uint32_t arg)
+{
+	h->magic = htobe32(XS_MAGIC);
+	h->scenario = htobe32(sc);
+	h->arg = htobe32(arg);
+	fill_pat(h->pat, sizeof(h->pat), XS_SEED_HELLO + sc);
+}
+
+/* ---- verbs and CM helpers ------------------------------------------------ */
+
+static const char *opcode_str(enum ibv_wc_opcode op)
+{
+	switch (op) {
+	case IBV_WC_SEND:
+		return "SEND";
+	case IBV_WC_RDMA_WRITE:
+		return "RDMA_WRITE";
+	case IBV_WC_RDMA_READ:
+		return "RDMA_READ";
+	case IBV_WC_RECV:
+		return "RECV";
+	default:
+		return "?";
+	}
+}
+
+/* Poll until @n completions arrived or @deadline passed; how many came. */
+static int poll_cq_until(struct ibv_cq *cq, struct ibv_wc *wc, int n,
+			 long long deadline)
+{
+	int got = 0;
+
+	while (got < n) {
+		int rv = ibv_poll_cq(cq, n - got, wc + got);
+
+		if (rv < 0)
+			return got;
+		got += rv;
+		if (!rv) {
+			if (now_ms() >= deadline)
+				break;
+			usleep(1000);
+		}
+	}
+	return got;
+}
+
+/*
+ * The @n completions of @want, in order: @have of them already in @wc,
+ * the rest polled from @cq.  One check per completion ("SCENARIO: what");
+ * true if all matched.
+ */
+static bool expect_wcs(int sc, struct ibv_cq *cq, const struct xs_want *want,
+		       int n, struct ibv_wc *wc, int have)
+{
+	long long start = now_ms();
+	bool ok = true;
+	char name[128];
+	int got, i;
+
+	got = have + poll_cq_until(cq, wc + have, n - have,
+				   deadline_in(XS_CQ_MS));
+	for (i = 0; i < n; i++) {
+		const struct xs_want *w = &want[i];
+		const struct ibv_wc *c = &wc[i];
+
+		snprintf(name, sizeof(name), "%s: %s", xs_names[sc], w->what);
+		if (i >= got) {
+			fail(name, "no completion within %lld ms (%d of %d "
+			     "arrived)", now_ms() - start, got, n);
+			ok = false;
+		} else if (c->wr_id != w->wr_id) {
+			fail(name, "completion %d is for wr_id %llu (%s, %s): "
+			     "not in posting order", i,
+			     (unsigned long long)c->wr_id,
+			     opcode_str(c->opcode),
+			     ibv_wc_status_str(c->status));
+			ok = false;
+		} else if (c->status != IBV_WC_SUCCESS) {
+			fail(name, "status %s (%d), vendor_err %#x",
+			     ibv_wc_status_str(c->status), c->status,
+			     c->vendor_err);
+			ok = false;
+		} else if (c->opcode != w->opcode) {
+			fail(name, "opcode %s (%d), expected %s",
+			     opcode_str(c->opcode), c->opcode,
+			     opcode_str(w->opcode));
+			ok = false;
+		} else if (w->byte_len >= 0 &&
+			   c->byte_len != (uint64_t)w->byte_len) {
+			fail(name, "byte_len %u, expected %lld", c->byte_len,
+			     (long long)w->byte_len);
+			ok = false;
+		} else if (c->wc_flags) {
+			fail(name, "wc_flags %#x, expected none", c->wc_flags);
+			ok = false;
+		} else {
+			pass("%s", name);
+		}
+	}
+	return ok;
+}
+
+/* No completion arrives within XS_EXTRA_MS. */
+static void expect_no_wc(int sc, const char *side, struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+	char name[96];
+	int got;
+
+	usleep(XS_EXTRA_MS * 1000);
+	got = ibv_poll_cq(cq, 1, &wc);
+	snprintf(name, sizeof(name), "%s: %s no extra completion",
+		 xs_names[sc], side);
+	check(got == 0, name, "wr_id %llu %s %s", (unsigned long long)wc.wr_id,
+	      got > 0 ? opcode_str(wc.opcode) : "poll error",
+	      got > 0 ? ibv_wc_status_str(wc.status) : "");
+}
+
+static int resolve(const char *host, const char *port, bool passive,
+		   struct sockaddr_storage *ss)
+{
+	struct addrinfo hints = {
+		.ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_STREAM,
+		.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0),
+	};
+	struct addrinfo *res;
+	int rv = getaddrinfo(host, port, &hints, &res);
+
+	if (rv) {
+		fail("setup", "getaddrinfo %s port %s: %s", host, port,
+		     gai_strerror(rv));
+		return -1;
+	}
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int set_nonblock(int fd)
+{
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+/* A non-blocking event channel, or NULL with a description in @why. */
+static struct rdma_event_channel *create_channel(char *why, size_t why_len)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	int rv;
+
+	if (!ch) {
+		snprintf(why, why_len, "rdma_create_event_channel: %s (no "
+			 "RDMA device, or rdma_ucm not loaded?)",
+			 strerror(errno));
+		return NULL;
+	}
+	rv = set_nonblock(ch->fd);
+	if (rv) {
+		snprintf(why, why_len, "fcntl O_NONBLOCK: %s", strerror(-rv));
+		rdma_destroy_event_channel(ch);
+		return NULL;
+	}
+	return ch;
+}
+
+/* The next CM event, waiting at most until @deadline; 0 or -errno. */
+static int cm_get(struct rdma_event_channel *ch, long long deadline,
+		  struct rdma_cm_event **ev)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+		int ms;
+
+		if (!rdma_get_cm_event(ch, ev))
+			return 0;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		ms = ms_left(deadline);
+		if (!ms)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+/*
+ * The next event must be @want.  Returns 0 with *@ev to ack, or -errno
+ * with a description in @why.
+ */
+static int cm_expect(struct rdma_event_channel *ch,
+		     enum rdma_cm_event_type want, int ms,
+		     struct rdma_cm_event **ev, char *why, size_t why_len)
+{
+	long long start = now_ms();
+	int rv = cm_get(ch, deadline_in(ms), ev);
+
+	if (rv) {
+		snprintf(why, why_len, "no %s within %lld ms: %s",
+			 rdma_event_str(want), now_ms() - start,
+			 strerror(-rv));
+		return rv;
+	}
+	if ((*ev)->event == want)
+		return 0;
+	snprintf(why, why_len, "got %s (status %d), expected %s",
+		 rdma_event_str((*ev)->event), (*ev)->status,
+		 rdma_event_str(want));
+	rdma_ack_cm_event(*ev);
+	return -EPROTO;
+}
+
+/* ---- client -------------------------------------------------------------- */
+
+struct xs_client {
+	struct sockaddr_storage dst;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	int max_sge;			/* the device's */
+	struct ibv_qp_cap cap;		/* granted to the QP */
+	/* The answer to rdma_connect: its event, status and private data. */
+	enum rdma_cm_event_type event;
+	int status;
+	uint8_t pdata[256];
+	unsigned int pdata_len;
+	struct xs_offer peer;		/* host byte order */
+	char why[256];
+};
+
+static void client_close(struct xs_client *c)
+{
+	if (c->id && c->id->qp)
+		rdma_destroy_qp(c->id);
+	if (c->cq)
+		ibv_destroy_cq(c->cq);
+	if (c->mr)
+		ibv_dereg_mr(c->mr);
+	if (c->pd)
+		ibv_dealloc_pd(c->pd);
+	if (c->id)
+		rdma_destroy_id(c->id);
+	if (c->ch)
+		rdma_destroy_event_channel(c->ch);
+	c->ch = NULL;
+	c->id = NULL;
+	c->pd = NULL;
+	c->cq = NULL;
+	c->mr = NULL;
+}
+
+/* PD, MR, CQ and a QP with the device's max_sge and 64 bytes inline. */
+static int client_alloc(struct xs_client *c)
+{
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {
+			.max_send_wr = XS_QP_DEPTH,
+			.max_recv_wr = 4,
+			.max_inline_data = XS_INLINE_LEN,
+		},
+	};
+	struct ibv_device_attr dattr;
+	const char *step = "ibv_query_device";
+	int err;
+
+	err = ibv_query_device(c->id->verbs, &dattr);
+	if (err) {
+		errno = err;
+		goto err;
+	}
+	c->max_sge = dattr.max_sge;
+	if (c->max_sge < 1 || c->max_sge > XS_MAX_SGE) {
+		snprintf(c->why, sizeof(c->why), "device max_sge %d outside "
+			 "1..%d", c->max_sge, XS_MAX_SGE);
+		return -EINVAL;
+	}
+	attr.cap.max_send_sge = c->max_sge;
+	attr.cap.max_recv_sge = c->max_sge;
+	step = "ibv_alloc_pd";
+	c->pd = ibv_alloc_pd(c->id->verbs);
+	if (!c->pd)
+		goto err;
+	step = "ibv_reg_mr";
+	c->mr = ibv_reg_mr(c->pd, c->buf, XS_CBUF_LEN, IBV_ACCESS_LOCAL_WRITE);
+	if (!c->mr)
+		goto err;
+	step = "ibv_create_cq";
+	c->cq = ibv_create_cq(c->id->verbs, 2 * XS_QP_DEPTH, NULL, NULL, 0);
+	if (!c->cq)
+		goto err;
+	attr.send_cq = c->cq;
+	attr.recv_cq = c->cq;
+	step = "rdma_create_qp";
+	if (rdma_create_qp(c->id, c->pd, &attr))
+		goto err;
+	c->cap = attr.cap;
+	return 0;
+err:
+	err = errno;
+	snprintf(c->why, sizeof(c->why), "%s on %s: %s", step,
+		 ibv_get_device_name(c->id->verbs->device), strerror(err));
+	return -err;
+}
+
+/* Channel, id, address and route, resources. */
+static int client_setup(struct xs_client *c)
+{
+	struct rdma_cm_event *ev;
+	int rv;
+
+	c->ch = create_channel(c->why, sizeof(c->why));
+	if (!c->ch)
+		return -ENODEV;
+	if (rdma_create_id(c->ch, &c->id, c, RDMA_PS_TCP)) {
+		rv = -errno;
+		snprintf(c->why, sizeof(c->why), "rdma_create_id: %s",
+			 strerror(errno));
+		return rv;
+	}
+	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&c->dst,
+			      XS_RESOLVE_MS)) {
+		rv = -errno;
+		snprintf(c->why, sizeof(c->why), "rdma_resolve_addr: %s",
+			 strerror(errno));
+		return rv;
+	}
+	rv = cm_expect(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED, XS_EVENT_MS, &ev,
+		       c->why, sizeof(c->why));
+	if (rv)
+		return rv;
+	rdma_ack_cm_event(ev);
+	if (rdma_resolve_route(c->id, XS_RESOLVE_MS)) {
+		rv = -errno;
+		snprintf(c->why, sizeof(c->why), "rdma_resolve_route: %s",
+			 strerror(errno));
+		return rv;
+	}
+	rv = cm_expect(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, XS_EVENT_MS, &ev,
+		       c->why, sizeof(c->why));
+	if (rv)
+		return rv;
+	rdma_ack_cm_event(ev);
+	return client_alloc(c);
+}
+
+/* rdma_connect with the hello; the answering event in c->event. */
+static int client_connect_once(struct xs_client *c, int sc)
+{
+	struct xs_hello hello;
+	struct rdma_conn_param param = {
+		.private_data = &hello,
+		.private_data_len = sizeof(hello),
+		.responder_resources = 1,
+		.initiator_depth = 1,
+	};
+	struct rdma_cm_event *ev;
+	long long start;
+	int rv;
+
+	rv = client_setup(c);
+	if (rv)
+		return rv;
+	make_hello(&hello, sc, sc == XS_MAX_SGE_SC ? (uint32_t)c->max_sge : 0);
+	if (rdma_connect(c->id, &param)) {
+		rv = -errno;
+		snprintf(c->why, sizeof(c->why), "rdma_connect: %s",
+			 strerror(errno));
+		return rv;
+	}
+	start = now_ms();
+	rv = cm_get(c->ch, deadline_in(XS_CONNECT_MS), &ev);
+	if (rv) {
+		snprintf(c->why, sizeof(c->why), "no answer to rdma_connect "
+			 "within %lld ms: %s", now_ms() - start, strerror(-rv));
+		return rv;
+	}
+	c->event = ev->event;
+	c->status = ev->status;
+	c->pdata_len = 0;
+	if (ev->param.conn.private_data) {
+		c->pdata_len = ev->param.conn.private_data_len;
+		if (c->pdata_len > sizeof(c->pdata))
+			c->pdata_len = sizeof(c->pdata);
+		memcpy(c->pdata, ev->param.conn.private_data, c->pdata_len);
+	}
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+/*
+ * Connect for scenario @sc: 0 once rdma_connect was answered (c->event).
+ * The first connection is retried for a few seconds while it is
+ * refused without private data, in case the server is not listening yet.
+ */
+static bool client_connect(struct xs_client *c, int sc, bool first)
+{
+	long long retry_end = deadline_in(XS_RETRY_MS);
+	char name[64];
+	int rv;
+
+	snprintf(name, sizeof(name), "%s: connect", xs_names[sc]);
+	for (;;) {
+		rv = client_connect_once(c, sc);
+		if (!rv && (!first || c->event != RDMA_CM_EVENT_REJECTED ||
+			    c->pdata_len))
+			return true;
+		if (!rv)
+			snprintf(c->why, sizeof(c->why), "REJECTED, status %d",
+				 c->status);
+		client_close(c);
+		if (!first || rv || now_ms() >= retry_end)
+			break;
+		info("%s: %s; retrying", name, c->why);
+		usleep(200000);
+	}
+	fail(name, "%s", c->why);
+	return false;
+}
+
+static int client_parse_offer(struct xs_client *c, int sc)
+{
+	struct xs_offer o;
+
+	if (c->pdata_len < sizeof(o)) {
+		snprintf(c->why, sizeof(c->why), "accept private data is %u "
+			 "bytes, expected %zu", c->pdata_len, sizeof(o));
+		return -EPROTO;
+	}
+	memcpy(&o, c->pdata, sizeof(o));
+	c->peer.magic = be32toh(o.magic);
+	c->peer.scenario = be32toh(o.scenario);
+	c->peer.addr = be64toh(o.addr);
+	c->peer.rkey = be32toh(o.rkey);
+	c->peer.len = be32toh(o.len);
+	if (c->peer.magic != XS_MAGIC || c->peer.scenario != (uint32_t)sc) {
+		snprintf(c->why, sizeof(c->why), "accept private data: magic "
+			 "%#x scenario %u", c->peer.magic, c->peer.scenario);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static void client_reject_pdata(struct xs_client *c)
+{
+	uint8_t want[XS_REJECT_LEN];
+
+	if (c->event != RDMA_CM_EVENT_REJECTED) {
+		fail("reject-pdata: client gets REJECTED", "got %s, status %d",
+		     rdma_event_str(c->event), c->status);
+		return;
+	}
+	pass("reject-pdata: client gets REJECTED");
+	info("reject-pdata: REJECTED status %d (%s), %u bytes of private "
+	     "data", c->status, c->status < 0 ? strerror(-c->status) : "-",
+	     c->pdata_len);
+	check(c->status < 0, "reject-pdata: REJECTED status is a negative "
+	      "errno", "status %d", c->status);
+	fill_pat(want, sizeof(want), XS_SEED_REJECT);
+	if (c->pdata_len < XS_REJECT_LEN) {
+		fail("reject-pdata: client sees the 40 bytes of reject private "
+		     "data", "private_data_len %u", c->pdata_len);
+		return;
+	}
+	check_bytes("reject-pdata: client sees the 40 bytes of reject "
+		    "private data", c->pdata, want, XS_REJECT_LEN);
+}
+
+static void client_accept_pdata(struct xs_client *c)
+{
+	uint8_t want[XS_ACCEPT_LEN];
+
+	info("accept-pdata: %u bytes of accept private data", c->pdata_len);
+	fill_pat(want, sizeof(want), XS_SEED_ACCEPT);
+	if (c->pdata_len < XS_ACCEPT_LEN) {
+		fail("accept-pdata: client sees the 32 bytes of accept private "
+		     "data", "private_data_len %u", c->pdata_len);
+		return;
+	}
+	check_bytes("accept-pdata: client sees the 32 bytes of accept private "
+		    "data", c->pdata, want, XS_ACCEPT_LEN);
+}
+
+static void set_sge(struct ibv_sge *sge, const struct xs_client *c,
+		    uint32_t off, uint32_t len)
+{
+	sge->addr = (uintptr_t)(c->buf + off);
+	sge->length = len;
+	sge->lkey = c->mr->lkey;
+}
+
+/* Post a chain of @n WRs; a check named @what. */
+static bool client_post(struct xs_client *c, int sc, struct ibv_send_wr *wr,
+			int n, const char *what)
+{
+	struct ibv_send_wr *bad = NULL;
+	char name[128];
+	int i, rv;
+
+	for (i = 0; i < n; i++)
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	rv = ibv_post_send(c->id->qp, wr, &bad);
+	snprintf(name, sizeof(name), "%s: post %s", xs_names[sc], what);
+	check(!rv, name, "ibv_post_send: %s (bad_wr %lld)", strerror(rv),
+	      bad ? (long long)bad->wr_id : -1LL);
+	return !rv;
+}
+
+static void client_zero_len(struct xs_client *c)
+{
+	static const struct xs_want want[] = {
+		{ "SEND num_sge 0 completes", 1, IBV_WC_SEND, -1 },
+		{ "SEND with a 0-byte SGE completes", 2, IBV_WC_SEND, -1 },
+		{ "WRITE num_sge 0 completes", 3, IBV_WC_RDMA_WRITE, -1 },
+		{ "WRITE num_sge 0, bogus rkey completes", 4,
+		  IBV_WC_RDMA_WRITE, -1 },
+		{ "8-byte SEND behind them completes", 5, IBV_WC_SEND, -1 },
+	};
+	struct ibv_send_wr wr[5];
+	struct ibv_wc wc[5];
+	struct ibv_sge sge0, sig;
+	int i;
+
+	memset(wr, 0, sizeof(wr));
+	fill_pat(c->buf + XS_C_SMALL, XS_SIGNAL_LEN, XS_SEED_SIGNAL);
+	set_sge(&sge0, c, XS_C_SMALL + 64, 0);
+	set_sge(&sig, c, XS_C_SMALL, XS_SIGNAL_LEN);
+	for (i = 0; i < 5; i++) {
+		wr[i].wr_id = i + 1;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].opcode = IBV_WR_SEND;
+	}
+	wr[1].sg_list = &sge0;
+	wr[1].num_sge = 1;
+	wr[2].opcode = IBV_WR_RDMA_WRITE;
+	wr[2].wr.rdma.remote_addr = c->peer.addr + XS_WRITE_OFF;
+	wr[2].wr.rdma.rkey = c->peer.rkey;
+	wr[3].opcode = IBV_WR_RDMA_WRITE;
+	wr[3].wr.rdma.remote_addr = 0;
+	wr[3].wr.rdma.rkey = ~c->peer.rkey;
+	wr[4].sg_list = &sig;
+	wr[4].num_sge = 1;
+	if (!client_post(c, XS_ZERO_LEN, wr, 5, "5 WRs"))
+		return;
+	expect_wcs(XS_ZERO_LEN, c->cq, want, 5, wc, 0);
+	expect_no_wc(XS_ZERO_LEN, "client", c->cq);
+}
+
+/* A SEND and a receive with one SGE too many must not post. */
+static void client_too_many_sges(struct xs_client *c)
+{
+	struct ibv_sge sge[XS_MAX_SGE + 1];
+	struct ibv_send_wr swr = { 0 }, *sbad = NULL;
+	struct ibv_recv_wr rwr = { 0 }, *rbad = NULL;
+	int n = c->max_sge + 1, i, rv;
+
+	for (i = 0; i < n; i++)
+		set_sge(&sge[i], c, XS_C_SMALL + 16 * i, 8);
+	swr.wr_id = 99;
+	swr.sg_list = sge;
+	swr.num_sge = n;
+	swr.opcode = IBV_WR_SEND;
+	swr.send_flags = IBV_SEND_SIGNALED;
+	rv = ibv_post_send(c->id->qp, &swr, &sbad);
+	check(rv == EINVAL && sbad == &swr, "max-sge: SEND with max_send_sge "
+	      "+ 1 SGEs fails with EINVAL", "ibv_post_send returned %d (%s), "
+	      "bad_wr %s", rv, strerror(rv),
+	      sbad == &swr ? "the WR" : sbad ? "another WR" : "NULL");
+	rwr.wr_id = 98;
+	rwr.sg_list = sge;
+	rwr.num_sge = n;
+	rv = ibv_post_recv(c->id->qp, &rwr, &rbad);
+	check(rv == EINVAL && rbad == &rwr, "max-sge: receive with "
+	      "max_recv_sge + 1 SGEs fails with EINVAL", "ibv_post_recv "
+	      "returned %d (%s), bad_wr %s", rv, strerror(rv),
+	      rbad == &rwr ? "the WR" : rbad ? "another WR" : "NULL");
+}
+
+static void client_max_sge(struct xs_client *c)
+{
+	static const struct xs_want want[] = {
+		{ "SEND with max_send_sge SGEs completes", 1, IBV_WC_SEND, -1 },
+		{ "WRITE with max_send_sge SGEs completes", 2,
+		  IBV_WC_RDMA_WRITE, -1 },
+		{ "8-byte SEND behind them completes", 3, IBV_WC_SEND, -1 },
+	};
+	struct ibv_sge sge[XS_MAX_SGE], sig;
+	struct ibv_send_wr wr[3];
+	struct ibv_wc wc[3];
+	int n = c->max_sge, i;
+	uint32_t k = 0, b;
+
+	info("max-sge: device max_sge %d; QP granted max_send_sge %u "
+	     "max_recv_sge %u; message %u bytes", c->max_sge,
+	     c->cap.max_send_sge, c->cap.max_recv_sge, msg_total(n));
+	check(c->cap.max_send_sge >= (uint32_t)n &&
+	      c->cap.max_recv_sge >= (uint32_t)n, "max-sge: QP granted "
+	      "max_sge SGEs", "max_send_sge %u max_recv_sge %u, asked %d",
+	      c->cap.max_send_sge, c->cap.max_recv_sge, n);
+	memset(c->buf + XS_C_SLICES, 0, send_off(n));
+	for (i = 0; i < n; i++) {
+		for (b = 0; b < send_len(i); b++)
+			c->buf[send_off(i) + b] = msg_byte(k++);
+		set_sge(&sge[i], c, send_off(i), send_len(i));
+	}
+	fill_pat(c->buf + XS_C_SMALL, XS_SIGNAL_LEN, XS_SEED_SIGNAL);
+	set_sge(&sig, c, XS_C_SMALL, XS_SIGNAL_LEN);
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < 3; i++) {
+		wr[i].wr_id = i + 1;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].opcode = IBV_WR_SEND;
+		wr[i].sg_list = sge;
+		wr[i].num_sge = n;
+	}
+	wr[1].opcode = IBV_WR_RDMA_WRITE;
+	wr[1].wr.rdma.remote_addr = c->peer.addr + XS_WRITE_OFF;
+	wr[1].wr.rdma.rkey = c->peer.rkey;
+	wr[2].sg_list = &sig;
+	wr[2].num_sge = 1;
+	if (!client_post(c, XS_MAX_SGE_SC, wr, 3, "SEND, WRITE, SEND"))
+		return;
+	if (expect_wcs(XS_MAX_SGE_SC, c->cq, want, 3, wc, 0))
+		client_too_many_sges(c);
+	else
+		fail("max-sge: max_sge + 1 SGEs", "not tried: the WRs before "
+		     "did not all complete");
+	expect_no_wc(XS_MAX_SGE_SC, "client", c->cq);
+}
+
+static void client_inline(struct xs_client *c)
+{
+	static const struct xs_want want[] = {
+		{ "inline SEND, one SGE, completes", 1, IBV_WC_SEND, -1 },
+		{ "inline SEND, two SGEs, completes", 2, IBV_WC_SEND, -1 },
+	};
+	uint8_t *one = malloc(XS_INLINE_LEN), *two = malloc(XS_INLINE_LEN);
+	uint8_t *three = malloc(XS_INLINE_LEN);
+	uint8_t both[XS_INLINE_LEN];
+	struct ibv_sge sge1, sge2[2];
+	struct ibv_send_wr wr[2];
+	struct ibv_wc wc[2];
+	int i;
+
+	if (!one || !two || !three) {
+		fail("inline: setup", "out of memory");
+		goto out;
+	}
+	info("inline: QP granted max_inline_data %u", c->cap.max_inline_data);
+	check(c->cap.max_inline_data >= XS_INLINE_LEN, "inline: QP granted "
+	      "64 bytes of inline data", "max_inline_data %u",
+	      c->cap.max_inline_data);
+	/* Unregistered memory, lkey 0. */
+	fill_pat(one, XS_INLINE_LEN, XS_SEED_INLINE1);
+	fill_pat(both, XS_INLINE_LEN, XS_SEED_INLINE2);
+	memcpy(two, both, 20);
+	memcpy(three, both + 20, XS_INLINE_LEN - 20);
+	sge1 = (struct ibv_sge){ .addr = (uintptr_t)one,
+				 .length = XS_INLINE_LEN };
+	sge2[0] = (struct ibv_sge){ .addr = (uintptr_t)two, .length = 20 };
+	sge2[1] = (struct ibv_sge){ .addr = (uintptr_t)three,
+				    .length = XS_INLINE_LEN - 20 };
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < 2; i++) {
+		wr[i].wr_id = i + 1;
+		wr[i].opcode = IBV_WR_SEND;
+		wr[i].send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	}
+	wr[0].sg_list = &sge1;
+	wr[0].num_sge = 1;
+	wr[1].sg_list = sge2;
+	wr[1].num_sge = 2;
+	if (!client_post(c, XS_INLINE, wr, 2, "2 inline SENDs"))
+		goto out;
+	/* Inline data is copied at post time: the buffers are free again. */
+	memset(one, 0, XS_INLINE_LEN);
+	memset(two, 0, XS_INLINE_LEN);
+	memset(three, 0, XS_INLINE_LEN);
+	expect_wcs(XS_INLINE, c->cq, want, 2, wc, 0);
+	expect_no_wc(XS_INLINE, "client", c->cq);
+out:
+	free(one);
+	free(two);
+	free(three);
+}
+
+static void client_solicited(struct xs_client *c)
+{
+	static const struct xs_want want[] = {
+		{ "unsolicited SEND completes", 1, IBV_WC_SEND, -1 },
+		{ "solicited SEND completes", 2, IBV_WC_SEND, -1 },
+	};
+	struct ibv_send_wr wr[2];
+	struct ibv_sge sge[2];
+	struct ibv_wc wc[2];
+
+	fill_pat(c->buf + XS_C_SMALL, XS_SOLICIT_LEN, XS_SEED_UNSOL);
+	fill_pat(c->buf + XS_C_SMALL + 64, XS_SOLICIT_LEN, XS_SEED_SOL);
+	set_sge(&sge[0], c, XS_C_SMALL, XS_SOLICIT_LEN);
+	set_sge(&sge[1], c, XS_C_SMALL + 64, XS_SOLICIT_LEN);
+	memset(wr, 0, sizeof(wr));
+	wr[0].wr_id = 1;
+	wr[0].opcode = IBV_WR_SEND;
+	wr[0].send_flags = IBV_SEND_SIGNALED;
+	wr[0].sg_list = &sge[0];
+	wr[0].num_sge = 1;
+	wr[1] = wr[0];
+	wr[1].wr_id = 2;
+	wr[1].send_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+	wr[1].sg_list = &sge[1];
+	if (!client_post(c, XS_SOLICITED, &wr[0], 1, "unsolicited SEND") ||
+	    !expect_wcs(XS_SOLICITED, c->cq, &want[0], 1, wc, 0))
+		return;
+	usleep(XS_SOLICIT_GAP_MS * 1000);
+	if (!client_post(c, XS_SOLICITED, &wr[1], 1, "solicited SEND"))
+		return;
+	expect_wcs(XS_SOLICITED, c->cq, &want[1], 1, wc, 0);
+	expect_no_wc(XS_SOLICITED, "client", c->cq);
+}
+
+static void client_wait_disconnected(struct xs_client *c, int sc)
+{
+	struct rdma_cm_event *ev;
+	char name[64];
+	int rv;
+
+	snprintf(name, sizeof(name), "%s: client DISCONNECTED", xs_names[sc]);
+	if (rdma_disconnect(c->id)) {
+		fail(name, "rdma_disconnect: %s", strerror(errno));
+		return;
+	}
+	rv = cm_expect(c->ch, RDMA_CM_EVENT_DISCONNECTED, XS_DISC_MS, &ev,
+		       c->why, sizeof(c->why));
+	if (rv) {
+		fail(name, "%s", c->why);
+		return;
+	}
+	rdma_ack_cm_event(ev);
+	pass("%s", name);
+}
+
+static void client_scenario(struct xs_client *c, int sc, bool first)
+{
+	char name[64];
+
+	info("%s", xs_names[sc]);
+	memset(c->buf, 0, XS_CBUF_LEN);
+	if (!client_connect(c, sc, first))
+		return;
+	if (sc == XS_REJECT_PDATA) {
+		client_reject_pdata(c);
+		client_close(c);
+		return;
+	}
+	snprintf(name, sizeof(name), "%s: client ESTABLISHED", xs_names[sc]);
+	if (c->event != RDMA_CM_EVENT_ESTABLISHED) {
+		fail(name, "got %s, status %d", rdma_event_str(c->event),
+		     c->status);
+		client_close(c);
+		return;
+	}
+	pass("%s", name);
+	if (sc == XS_ACCEPT_PDATA) {
+		client_accept_pdata(c);
+	} else if (client_parse_offer(c, sc)) {
+		fail(name, "%s", c->why);
+	} else {
+		switch (sc) {
+		case XS_ZERO_LEN:
+			client_zero_len(c);
+			break;
+		case XS_MAX_SGE_SC:
+			client_max_sge(c);
+			break;
+		case XS_INLINE:
+			client_inline(c);
+			break;
+		case XS_SOLICITED:
+			client_solicited(c);
+			break;
+		}
+	}
+	client_wait_disconnected(c, sc);
+	client_close(c);
+}
+
+static int run_client(const char *host, const char *port)
+{
+	struct xs_client c = { 0 };
+	int sc;
+
+	if (resolve(host, port, false, &c.dst))
+		return -1;
+	c.buf = aligned_alloc(4096, XS_CBUF_LEN);
+	if (!c.buf) {
+		fail("setup", "out of memory");
+		return -1;
+	}
+	for (sc = 0; sc < XS_NUM_SCENARIOS; sc++) {
+		if (!ms_left(run_deadline)) {
+			fail("run time", "%s and later not run: out of time",
+			     xs_names[sc]);
+			break;
+		}
+		client_scenario(&c, sc, sc == 0);
+	}
+	free(c.buf);
+	return 0;
+}
+
+/* ---- server -------------------------------------------------------------- */
+
+struct xs_server {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen;
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	uint8_t *want;			/* what buf should hold */
+	int max_sge;			/* the device's */
+	struct rdma_cm_event *pending;	/* a CONNECT_REQUEST that came early */
+	bool done[XS_NUM_SCENARIOS];
+};
+
+struct xs_conn {
+	struct rdma_cm_id *id;
+	struct ibv_comp_channel *cc;
+	struct ibv_cq *cq;
+	int sc;
+	uint32_t arg;
+	char why[256];
+};
+
+static int server_listen(struct xs_server *s, const char *host,
+			 const char *port)
+{
+	struct sockaddr_storage ss;
+	struct ibv_device_attr dattr;
+	char why[256];
+	int rv;
+
+	if (resolve(host, port, true, &ss))
+		return -1;
+	s->ch = create_channel(why, sizeof(why));
+	if (!s->ch) {
+		fail("setup", "%s", why);
+		return -1;
+	}
+	if (rdma_create_id(s->ch, &s->listen, NULL, RDMA_PS_TCP)) {
+		fail("setup", "rdma_create_id: %s", strerror(errno));
+		return -1;
+	}
+	if (rdma_bind_addr(s->listen, (struct sockaddr *)&ss)) {
+		fail("setup", "rdma_bind_addr %s: %s", host, strerror(errno));
+		return -1;
+	}
+	s->verbs = s->listen->verbs;
+	if (!s->verbs) {
+		fail("setup", "%s is not the address of an RDMA device", host);
+		return -1;
+	}
+	rv = ibv_query_device(s->verbs, &dattr);
+	if (rv) {
+		fail("setup", "ibv_query_device: %s", strerror(rv));
+		return -1;
+	}
+	s->max_sge = dattr.max_sge;
+	info("server on %s port %s, device %s, max_sge %d", host, port,
+	     ibv_get_device_name(s->verbs->device), s->max_sge);
+	if (s->max_sge < 1 || s->max_sge > XS_MAX_SGE) {
+		fail("setup", "device max_sge %d outside 1..%d", s->max_sge,
+		     XS_MAX_SGE);
+		return -1;
+	}
+	s->buf = aligned_alloc(4096, XS_SBUF_LEN);
+	s->want = malloc(XS_SBUF_LEN);
+	if (!s->buf || !s->want) {
+		fail("setup", "out of memory");
+		return -1;
+	}
+	s->pd = ibv_alloc_pd(s->verbs);
+	if (!s->pd) {
+		fail("setup", "ibv_alloc_pd: %s", strerror(errno));
+		return -1;
+	}
+	s->mr = ibv_reg_mr(s->pd, s->buf, XS_SBUF_LEN,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!s->mr) {
+		fail("setup", "ibv_reg_mr: %s", strerror(errno));
+		return -1;
+	}
+	if (rdma_listen(s->listen, 4)) {
+		fail("setup", "rdma_listen: %s", strerror(errno));
+		return -1;
+	}
+	info("listening");
+	return 0;
+}
+
+static void server_close(struct xs_server *s)
+{
+	if (s->pending) {
+		struct rdma_cm_id *id = s->pending->id;
+
+		rdma_ack_cm_event(s->pending);
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
+	}
+	if (s->mr)
+		ibv_dereg_mr(s->mr);
+	if (s->pd)
+		ibv_dealloc_pd(s->pd);
+	if (s->listen)
+		rdma_destroy_id(s->listen);
+	if (s->ch)
+		rdma_destroy_event_channel(s->ch);
+	free(s->buf);
+	free(s->want);
+}
+
+static uint8_t *slot(uint8_t *base, int k)
+{
+	return base + XS_S_SLOTS + k * XS_SLOT_GAP;
+}
+
+static void conn_free(struct xs_conn *conn)
+{
+	if (conn->id && conn->id->qp)
+		rdma_destroy_qp(conn->id);
+	if (conn->cq)
+		ibv_destroy_cq(conn->cq);
+	if (conn->cc)
+		ibv_destroy_comp_channel(conn->cc);
+	if (conn->id)
+		rdma_destroy_id(conn->id);
+	conn->id = NULL;
+	conn->cq = NULL;
+	conn->cc = NULL;
+}
+
+/*
+ * The next event of @conn must be @want.  A CONNECT_REQUEST that comes
+ * meanwhile (the client may be faster than this server) is kept for
+ * later.  0, or -errno with a description in conn->why.
+ */
+static int server_wait_conn(struct xs_server *s, struct xs_conn *conn,
+			    enum rdma_cm_event_type want, int ms)
+{
+	long long start = now_ms(), deadline = deadline_in(ms);
+	struct rdma_cm_event *ev;
+	int rv;
+
+	for (;;) {
+		rv = cm_get(s->ch, deadline, &ev);
+		if (rv) {
+			snprintf(conn->why, sizeof(conn->why), "no %s within "
+				 "%lld ms: %s", rdma_event_str(want),
+				 now_ms() - start, strerror(-rv));
+			return rv;
+		}
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && !s->pending) {
+			s->pending = ev;
+			continue;
+		}
+		if (ev->id == conn->id) {
+			enum rdma_cm_event_type type = ev->event;
+			int status = ev->status;
+
+			rdma_ack_cm_event(ev);
+			if (type == want)
+				return 0;
+			snprintf(conn->why, sizeof(conn->why), "got %s (status "
+				 "%d), expected %s", rdma_event_str(type),
+				 status, rdma_event_str(want));
+			return -EPROTO;
+		}
+		info("server %s: ignoring %s", xs_names[conn->sc],
+		     rdma_event_str(ev->event));
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			struct rdma_cm_id *id = ev->id;
+
+			rdma_ack_cm_event(ev);
+			rdma_reject(id, NULL, 0);
+			rdma_destroy_id(id);
+		} else {
+			rdma_ack_cm_event(ev);
+		}
+	}
+}
+
+static int post_recv(struct xs_conn *conn, uint64_t wr_id,
+		     struct ibv_sge *sge, int n)
+{
+	struct ibv_recv_wr wr = {
+		.wr_id = wr_id, .sg_list = sge, .num_sge = n,
+	}, *bad;
+	int rv = ibv_post_recv(conn->id->qp, &wr, &bad);
+
+	if (rv)
+		snprintf(conn->why, sizeof(conn->why), "ibv_post_recv wr_id "
+			 "%llu, %d SGEs: %s", (unsigned long long)wr_id, n,
+			 strerror(rv));
+	return rv;
+}
+
+static int post_slot(struct xs_server *s, struct xs_conn *conn,
+		     uint64_t wr_id, int k)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)slot(s->buf, k),
+		.length = XS_SLOT_LEN,
+		.lkey = s->mr->lkey,
+	};
+
+	return post_recv(conn, wr_id, &sge, 1);
+}
+
+/* The receives of scenario conn->sc, posted before rdma_accept. */
+static int server_post_recvs(struct xs_server *s, struct xs_conn *conn)
+{
+	struct ibv_sge sge[XS_MAX_SGE];
+	uint32_t total;
+	int m = s->max_sge, j, rv = 0;
+
+	switch (conn->sc) {
+	case XS_ZERO_LEN:
+		rv = post_recv(conn, 1, NULL, 0);
+		if (!rv)
+			rv = post_slot(s, conn, 2, 0);
+		if (!rv)
+			rv = post_slot(s, conn, 3, 1);
+		break;
+	case XS_MAX_SGE_SC:
+		total = msg_total(conn->arg);
+		for (j = 0; j < m; j++) {
+			sge[j].addr = (uintptr_t)(s->buf +
+						  recv_off(j, m, total));
+			sge[j].length = recv_len(j, m, total);
+			sge[j].lkey = s->mr->lkey;
+		}
+		rv = post_recv(conn, 1, sge, m);
+		if (!rv)
+			rv = post_slot(s, conn, 2, 0);
+		break;
+	case XS_INLINE:
+	case XS_SOLICITED:
+		rv = post_slot(s, conn, 1, 0);
+		if (!rv)
+			rv = post_slot(s, conn, 2, 1);
+		break;
+	}
+	return rv;
+}
+
+/* CQ (with a completion channel for solicited), QP, receives, accept. */
+static int server_accept(struct xs_server *s, struct xs_conn *conn)
+{
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {
+			.max_send_wr = 4,
+			.max_recv_wr = 8,
+			.max_send_sge = s->max_sge,
+			.max_recv_sge = s->max_sge,
+		},
+	};
+	uint8_t accept_pat[XS_ACCEPT_LEN];
+	struct xs_offer offer = {
+		.magic = htobe32(XS_MAGIC),
+		.scenario = htobe32(conn->sc),
+		.addr = htobe64((uintptr_t)(s->buf + XS_S_TARGET)),
+		.rkey = htobe32(s->mr->rkey),
+		.len = htobe32(XS_S_TARGET_LEN),
+	};
+	struct rdma_conn_param param = {
+		.private_data = &offer,
+		.private_data_len = sizeof(offer),
+		.responder_resources = 1,
+		.initiator_depth = 1,
+	};
+	const char *step;
+	int rv;
+
+	if (conn->sc == XS_SOLICITED) {
+		step = "ibv_create_comp_channel";
+		conn->cc = ibv_create_comp_channel(s->verbs);
+		if (!conn->cc)
+			goto err;
+		rv = set_nonblock(conn->cc->fd);
+		if (rv) {
+			errno = -rv;
+			goto err;
+		}
+	}
+	step = "ibv_create_cq";
+	conn->cq = ibv_create_cq(s->verbs, 16, NULL, conn->cc, 0);
+	if (!conn->cq)
+		goto err;
+	attr.send_cq = conn->cq;
+	attr.recv_cq = conn->cq;
+	step = "rdma_create_qp";
+	if (rdma_create_qp(conn->id, s->pd, &attr))
+		goto err;
+	if (server_post_recvs(s, conn))
+		return -1;
+	if (conn->sc == XS_SOLICITED) {
+		step = "ibv_req_notify_cq(solicited_only)";
+		rv = ibv_req_notify_cq(conn->cq, 1);
+		if (rv) {
+			errno = rv;
+			goto err;
+		}
+	}
+	if (conn->sc == XS_ACCEPT_PDATA) {
+		fill_pat(accept_pat, sizeof(accept_pat), XS_SEED_ACCEPT);
+		param.private_data = accept_pat;
+		param.private_data_len = sizeof(accept_pat);
+	}
+	step = "rdma_accept";
+	if (rdma_accept(conn->id, &param))
+		goto err;
+	return 0;
+err:
+	snprintf(conn->why, sizeof(conn->why), "%s: %s", step,
+		 strerror(errno));
+	return -1;
+}
+
+/* Compare a region of the buffer with what it should hold. */
+static void server_check_region(struct xs_server *s, int sc, const char *what,
+				size_t off, size_t len)
+{
+	char name[128];
+
+	snprintf(name, sizeof(name), "%s: server %s", xs_names[sc], what);
+	check_bytes(name, s->buf + off, s->want + off, len);
+}
+
+static void server_zero_len(struct xs_server *s, struct xs_conn *conn)
+{
+	static const struct xs_want want[] = {
+		{ "server RECV (num_sge 0) of the num_sge 0 SEND: 0 bytes", 1,
+		  IBV_WC_RECV, 0 },
+		{ "server RECV of the 0-byte-SGE SEND: 0 bytes", 2,
+		  IBV_WC_RECV, 0 },
+		{ "server RECV of the 8-byte SEND", 3, IBV_WC_RECV,
+		  XS_SIGNAL_LEN },
+	};
+	struct ibv_wc wc[3];
+
+	if (!expect_wcs(XS_ZERO_LEN, conn->cq, want, 3, wc, 0))
+		return;
+	fill_pat(slot(s->want, 1), XS_SIGNAL_LEN, XS_SEED_SIGNAL);
+	server_check_region(s, XS_ZERO_LEN, "slot of the 0-byte SEND "
+			    "unchanged", XS_S_SLOTS, XS_SLOT_LEN);
+	server_check_region(s, XS_ZERO_LEN, "slot of the 8-byte SEND holds "
+			    "it", slot(s->buf, 1) - s->buf, XS_SLOT_LEN);
+	server_check_region(s, XS_ZERO_LEN, "WRITE target unchanged by the "
+			    "0-byte WRITEs", XS_S_TARGET, XS_S_TARGET_LEN);
+	expect_no_wc(XS_ZERO_LEN, "server", conn->cq);
+}
+
+static void server_max_sge(struct xs_server *s, struct xs_conn *conn)
+{
+	int n = (int)conn->arg, m = s->max_sge, j;
+	uint32_t total = msg_total(n), k = 0, b;
+	struct xs_want want[] = {
+		{ "server RECV with max_recv_sge SGEs gets the message", 1,
+		  IBV_WC_RECV, total },
+		{ "server RECV of the 8-byte SEND", 2, IBV_WC_RECV,
+		  XS_SIGNAL_LEN },
+	};
+	struct ibv_wc wc[2];
+
+	if (!expect_wcs(XS_MAX_SGE_SC, conn->cq, want, 2, wc, 0))
+		return;
+	/* The message scattered over the m slices, then the fill. */
+	for (j = 0; j < m; j++)
+		for (b = 0; b < recv_len(j, m, total) && k < total; b++)
+			s->want[recv_off(j, m, total) + b] = msg_byte(k++);
+	server_check_region(s, XS_MAX_SGE_SC, "receive slices hold the "
+			    "message, gaps untouched", XS_S_RECV,
+			    XS_S_RECV_LEN);
+	for (k = 0; k < total; k++)
+		s->want[XS_S_TARGET + XS_WRITE_OFF + k] = msg_byte(k);
+	server_check_region(s, XS_MAX_SGE_SC, "WRITE target holds the "
+			    "gathered message, nothing around it",
+			    XS_S_TARGET, XS_S_TARGET_LEN);
+	fill_pat(slot(s->want, 0), XS_SIGNAL_LEN, XS_SEED_SIGNAL);
+	server_check_region(s, XS_MAX_SGE_SC, "slot of the 8-byte SEND holds "
+			    "it", XS_S_SLOTS, XS_SLOT_LEN);
+	expect_no_wc(XS_MAX_SGE_SC, "server", conn->cq);
+}
+
+static void server_inline(struct xs_server *s, struct xs_conn *conn)
+{
+	static const struct xs_want want[] = {
+		{ "server RECV of the one-SGE inline SEND: 64 bytes", 1,
+		  IBV_WC_RECV, XS_INLINE_LEN },
+		{ "server RECV of the two-SGE inline SEND: 64 bytes", 2,
+		  IBV_WC_RECV, XS_INLINE_LEN },
+	};
+	struct ibv_wc wc[2];
+
+	if (!expect_wcs(XS_INLINE, conn->cq, want, 2, wc, 0))
+		return;
+	fill_pat(slot(s->want, 0), XS_INLINE_LEN, XS_SEED_INLINE1);
+	fill_pat(slot(s->want, 1), XS_INLINE_LEN, XS_SEED_INLINE2);
+	server_check_region(s, XS_INLINE, "one-SGE inline data arrived",
+			    XS_S_SLOTS, XS_SLOT_LEN);
+	server_check_region(s, XS_INLINE, "two-SGE inline data arrived",
+			    slot(s->buf, 1) - s->buf, XS_SLOT_LEN);
+	expect_no_wc(XS_INLINE, "server", conn->cq);
+}
+
+/* Wait for a completion event on conn->cc until @deadline; 0 or -errno. */
+static int wait_cq_event(struct xs_conn *conn, long long deadline)
+{
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = conn->cc->fd, .events = POLLIN };
+		int ms;
+
+		if (!ibv_get_cq_event(conn->cc, &ev_cq, &ev_ctx)) {
+			ibv_ack_cq_events(ev_cq, 1);
+			return ev_cq == conn->cq ? 0 : -EPROTO;
+		}
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		ms = ms_left(deadline);
+		if (!ms)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+static void server_solicited(struct xs_server *s, struct xs_conn *conn)
+{
+	static const struct xs_want want[] = {
+		{ "server RECV of the unsolicited SEND", 1, IBV_WC_RECV,
+		  XS_SOLICIT_LEN },
+		{ "server RECV of the solicited SEND", 2, IBV_WC_RECV,
+		  XS_SOLICIT_LEN },
+	};
+	long long start = now_ms();
+	struct ibv_wc wc[2];
+	int got, rv;
+
+	rv = wait_cq_event(conn, deadline_in(XS_CQ_MS));
+	check(!rv, "solicited: server completion channel delivers an event",
+	      "none within %lld ms: %s", now_ms() - start, strerror(-rv));
+	if (rv)
+		return;
+	info("solicited: event after %lld ms", now_ms() - start);
+	got = ibv_poll_cq(conn->cq, 2, wc);
+	check(got == 2, "solicited: both receives are in the CQ at the event",
+	      "ibv_poll_cq right after the event returned %d", got);
+	if (got < 0)
+		got = 0;
+	if (!expect_wcs(XS_SOLICITED, conn->cq, want, 2, wc, got))
+		return;
+	fill_pat(slot(s->want, 0), XS_SOLICIT_LEN, XS_SEED_UNSOL);
+	fill_pat(slot(s->want, 1), XS_SOLICIT_LEN, XS_SEED_SOL);
+	server_check_region(s, XS_SOLICITED, "unsolicited SEND's data arrived",
+			    XS_S_SLOTS, XS_SLOT_LEN);
+	server_check_region(s, XS_SOLICITED, "solicited SEND's data arrived",
+			    slot(s->buf, 1) - s->buf, XS_SLOT_LEN);
+	/* Nothing more is sent: a new arm must stay quiet. */
+	rv = ibv_req_notify_cq(conn->cq, 1);
+	if (rv) {
+		fail("solicited: re-arm", "ibv_req_notify_cq: %s",
+		     strerror(rv));
+		return;
+	}
+	rv = wait_cq_event(conn, deadline_in(XS_NO_EVENT_MS));
+	check(rv == -ETIMEDOUT, "solicited: no event after re-arming with "
+	      "nothing new", "%s", rv ? strerror(-rv) : "an event came");
+}
+
+/* Connection of scenario @sc, from accept to DISCONNECTED. */
+static void server_conn(struct xs_server *s, struct xs_conn *conn)
+{
+	int sc = conn->sc;
+	char name[64];
+
+	memset(s->buf, XS_S_FILL, XS_SBUF_LEN);
+	memset(s->want, XS_S_FILL, XS_SBUF_LEN);
+	snprintf(name, sizeof(name), "%s: server accept", xs_names[sc]);
+	if (server_accept(s, conn)) {
+		fail(name, "%s", conn->why);
+		rdma_reject(conn->id, NULL, 0);
+		conn_free(conn);
+		return;
+	}
+	snprintf(name, sizeof(name), "%s: server ESTABLISHED", xs_names[sc]);
+	if (server_wait_conn(s, conn, RDMA_CM_EVENT_ESTABLISHED,
+			     XS_CONNECT_MS)) {
+		fail(name, "%s", conn->why);
+		conn_free(conn);
+		return;
+	}
+	pass("%s", name);
+	switch (sc) {
+	case XS_ZERO_LEN:
+		server_zero_len(s, conn);
+		break;
+	case XS_MAX_SGE_SC:
+		server_max_sge(s, conn);
+		break;
+	case XS_INLINE:
+		server_inline(s, conn);
+		break;
+	case XS_SOLICITED:
+		server_solicited(s, conn);
+		break;
+	}
+	snprintf(name, sizeof(name), "%s: server DISCONNECTED", xs_names[sc]);
+	if (server_wait_conn(s, conn, RDMA_CM_EVENT_DISCONNECTED,
+			     XS_DISC_MS)) {
+		fail(name, "%s", conn->why);
+		rdma_disconnect(conn->id);
+	} else {
+		pass("%s", name);
+	}
+	conn_free(conn);
+}
+
+static void server_request(struct xs_server *s, struct rdma_cm_event *ev)
+{
+	struct xs_conn conn = { .id = ev->id };
+	const struct rdma_conn_param *p = &ev->param.conn;
+	struct xs_hello got, want;
+	uint8_t rej[XS_REJECT_LEN];
+	unsigned int len = 0;
+	char name[96];
+	int sc;
+
+	memset(&got, 0, sizeof(got));
+	if (p->private_data) {
+		len = p->private_data_len;
+		memcpy(&got, p->private_data,
+		       len < sizeof(got) ? len : sizeof(got));
+	}
+	rdma_ack_cm_event(ev);
+	sc = (int)be32toh(got.scenario);
+	conn.arg = be32toh(got.arg);
+	if (len < 12 || be32toh(got.magic) != XS_MAGIC || sc < 0 ||
+	    sc >= XS_NUM_SCENARIOS || s->done[sc] ||
+	    (sc == XS_MAX_SGE_SC && (conn.arg < 1 ||
+				     conn.arg > XS_MAX_SGE)) ||
+	    conn.id->verbs != s->verbs) {
+		fail("server connect request", "rejected: %u bytes, magic %#x "
+		     "scenario %d arg %u%s", len, be32toh(got.magic), sc,
+		     conn.arg, conn.id->verbs != s->verbs ?
+		     " on another device" : "");
+		rdma_reject(conn.id, NULL, 0);
+		rdma_destroy_id(conn.id);
+		return;
+	}
+	conn.sc = sc;
+	s->done[sc] = true;
+	make_hello(&want, sc, conn.arg);
+	snprintf(name, sizeof(name), "%s: server sees the 56 bytes of connect "
+		 "private data", xs_names[sc]);
+	if (len != XS_HELLO_LEN)
+		fail(name, "private_data_len %u", len);
+	else
+		check_bytes(name, (uint8_t *)&got, (uint8_t *)&want,
+			    XS_HELLO_LEN);
+	if (sc == XS_REJECT_PDATA) {
+		fill_pat(rej, sizeof(rej), XS_SEED_REJECT);
+		check(!rdma_reject(conn.id, rej, sizeof(rej)),
+		      "reject-pdata: server rdma_reject with 40 bytes",
+		      "%s", strerror(errno));
+		rdma_destroy_id(conn.id);
+		return;
+	}
+	server_conn(s, &conn);
+}
+
+static bool server_all_done(const struct xs_server *s)
+{
+	int i;
+
+	for (i = 0; i < XS_NUM_SCENARIOS; i++)
+		if (!s->done[i])
+			return false;
+	return true;
+}
+
+static void server_loop(struct xs_server *s)
+{
+	struct rdma_cm_event *ev;
+	int i, rv;
+
+	while (!server_all_done(s) && ms_left(run_deadline)) {
+		if (s->pending) {
+			ev = s->pending;
+			s->pending = NULL;
+		} else {
+			rv = cm_get(s->ch, run_deadline, &ev);
+			if (rv == -ETIMEDOUT)
+				break;
+			if (rv) {
+				fail("server events", "rdma_get_cm_event: %s",
+				     strerror(-rv));
+				break;
+			}
+		}
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			server_request(s, ev);
+		} else {
+			enum rdma_cm_event_type type = ev->event;
+
+			info("server: ignoring %s", rdma_event_str(type));
+			rdma_ack_cm_event(ev);
+			if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+				break;
+		}
+	}
+	for (i = 0; i < XS_NUM_SCENARIOS; i++)
+		if (!s->done[i])
+			fail("server run time", "no connection for %s",
+			     xs_names[i]);
+}
+
+static int run_server(const char *host, const char *port)
+{
+	struct xs_server s = { 0 };
+
+	if (!server_listen(&s, host, port))
+		server_loop(&s);
+	server_close(&s);
+	return 0;
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+/* Last resort if a verb blocks past the run's deadline (teardown, say). */
+static void watchdog(int sig)
+{
+	static const char msg[] = "FAIL watchdog: still running 5 s after "
+				  "the run's deadline, stuck in a call\n";
+
+	(void)sig;
+	if (write(STDOUT_FILENO, msg, sizeof(msg) - 1) < 0)
+		_exit(3);
+	_exit(1);
+}
+
+static void usage(const char *prog)
+{
+	fprintf(stderr,
+		"usage: %s -s BIND_ADDR [-p PORT] [-t SECS]   (server)\n"
+		"       %s -c SERVER_ADDR [-p PORT] [-t SECS] (client)\n"
+		"  -p PORT  TCP port (default %s)\n"
+		"  -t SECS  bound on the whole run (default: client %d, "
+		"server %d)\n", prog, prog, XS_DEFAULT_PORT, XS_CLIENT_SECS,
+		XS_SERVER_SECS);
+}
+
+int main(int argc, char **argv)
+{
+	const char *port = XS_DEFAULT_PORT, *addr = NULL;
+	int opt, secs = 0;
+	bool server = false;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((opt = getopt(argc, argv, "s:c:p:t:h")) != -1) {
+		switch (opt) {
+		case 's':
+		case 'c':
+			if (addr) {
+				usage(argv[0]);
+				return 2;
+			}
+			server = opt == 's';
+			addr = optarg;
+			break;
+		case 'p':
+			port = optarg;
+			break;
+		case 't':
+			secs = atoi(optarg);
+			break;
+		default:
+			usage(argv[0]);
+			return 2;
+		}
+	}
+	if (!addr || optind != argc || secs < 0) {
+		usage(argv[0]);
+		return 2;
+	}
+	if (!secs)
+		secs = server ? XS_SERVER_SECS : XS_CLIENT_SECS;
+	run_deadline = now_ms() + secs * 1000LL;
+	signal(SIGALRM, watchdog);
+	alarm(secs + 5);
+
+	if (server)
+		run_server(addr, port);
+	else
+		run_client(addr, port);
+	if (!passed && !failed)
+		fail("run", "no check ran");
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
