@@ -56,21 +56,18 @@
 #define _GNU_SOURCE
 #include <endian.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+
+#include "viw_test.h"
 
 #define XS_MAGIC		0x76697778	/* "viwx" */
 #define XS_DEFAULT_PORT		"7520"
@@ -170,92 +167,6 @@ struct xs_want {
 	int64_t byte_len;	/* -1: not checked (send completions) */
 };
 
-static int passed, failed;
-static long long run_deadline;
-
-static void pass(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void check(bool ok, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void pass(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("PASS ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	passed++;
-}
-
-static void fail(const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("FAIL %s: ", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	failed++;
-}
-
-static void info(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("INFO ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-}
-
-/* PASS @name, or FAIL @name with the detail. */
-static void check(bool ok, const char *name, const char *fmt, ...)
-{
-	char detail[256];
-	va_list ap;
-
-	if (ok) {
-		pass("%s", name);
-		return;
-	}
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	fail(name, "%s", detail);
-}
-
-/* ---- time ---------------------------------------------------------------- */
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
-/* A deadline @ms from now, never past the end of the run. */
-static long long deadline_in(int ms)
-{
-	long long d = now_ms() + ms;
-
-	return d < run_deadline ? d : run_deadline;
-}
-
-static int ms_left(long long deadline)
-{
-	long long left = deadline - now_ms();
-
-	return left > 0 ? (int)left : 0;
-}
-
 /* ---- patterns ------------------------------------------------------------ */
 
 static uint8_t pat(unsigned int seed, size_t i)
@@ -294,8 +205,9 @@ static void check_bytes(const char *name, const uint8_t *got,
 {
 	long off = first_diff(got, want, len);
 
-	check(off < 0, name, "byte %ld of %zu is %#x, expected %#x", off, len,
-	      off < 0 ? 0 : got[off], off < 0 ? 0 : want[off]);
+	vt_check(off < 0, name, "byte %ld of %zu is %#x, expected %#x", off,
+		 len,
+		 off < 0 ? 0 : got[off], off < 0 ? 0 : want[off]);
 }
 
 /* max-sge layout: the SEND's slice i is (i + 1) * 100 bytes at
@@ -375,27 +287,6 @@ static const char *opcode_str(enum ibv_wc_opcode op)
 	}
 }
 
-/* Poll until @n completions arrived or @deadline passed; how many came. */
-static int poll_cq_until(struct ibv_cq *cq, struct ibv_wc *wc, int n,
-			 long long deadline)
-{
-	int got = 0;
-
-	while (got < n) {
-		int rv = ibv_poll_cq(cq, n - got, wc + got);
-
-		if (rv < 0)
-			return got;
-		got += rv;
-		if (!rv) {
-			if (now_ms() >= deadline)
-				break;
-			usleep(1000);
-		}
-	}
-	return got;
-}
-
 /*
  * The @n completions of @want, in order: @have of them already in @wc,
  * the rest polled from @cq.  One check per completion ("SCENARIO: what");
@@ -404,49 +295,51 @@ static int poll_cq_until(struct ibv_cq *cq, struct ibv_wc *wc, int n,
 static bool expect_wcs(int sc, struct ibv_cq *cq, const struct xs_want *want,
 		       int n, struct ibv_wc *wc, int have)
 {
-	long long start = now_ms();
+	long long start = vt_now_ms();
 	bool ok = true;
 	char name[128];
 	int got, i;
 
-	got = have + poll_cq_until(cq, wc + have, n - have,
-				   deadline_in(XS_CQ_MS));
+	got = have + vt_poll_cq_until(cq, wc + have, n - have,
+				      vt_deadline_in(XS_CQ_MS));
 	for (i = 0; i < n; i++) {
 		const struct xs_want *w = &want[i];
 		const struct ibv_wc *c = &wc[i];
 
 		snprintf(name, sizeof(name), "%s: %s", xs_names[sc], w->what);
 		if (i >= got) {
-			fail(name, "no completion within %lld ms (%d of %d "
-			     "arrived)", now_ms() - start, got, n);
+			vt_fail(name, "no completion within %lld ms (%d of %d "
+				"arrived)", vt_now_ms() - start, got, n);
 			ok = false;
 		} else if (c->wr_id != w->wr_id) {
-			fail(name, "completion %d is for wr_id %llu (%s, %s): "
-			     "not in posting order", i,
-			     (unsigned long long)c->wr_id,
-			     opcode_str(c->opcode),
-			     ibv_wc_status_str(c->status));
+			vt_fail(name,
+				"completion %d is for wr_id %llu (%s, %s): "
+				"not in posting order", i,
+				(unsigned long long)c->wr_id,
+				opcode_str(c->opcode),
+				ibv_wc_status_str(c->status));
 			ok = false;
 		} else if (c->status != IBV_WC_SUCCESS) {
-			fail(name, "status %s (%d), vendor_err %#x",
-			     ibv_wc_status_str(c->status), c->status,
-			     c->vendor_err);
+			vt_fail(name, "status %s (%d), vendor_err %#x",
+				ibv_wc_status_str(c->status), c->status,
+				c->vendor_err);
 			ok = false;
 		} else if (c->opcode != w->opcode) {
-			fail(name, "opcode %s (%d), expected %s",
-			     opcode_str(c->opcode), c->opcode,
-			     opcode_str(w->opcode));
+			vt_fail(name, "opcode %s (%d), expected %s",
+				opcode_str(c->opcode), c->opcode,
+				opcode_str(w->opcode));
 			ok = false;
 		} else if (w->byte_len >= 0 &&
 			   c->byte_len != (uint64_t)w->byte_len) {
-			fail(name, "byte_len %u, expected %lld", c->byte_len,
-			     (long long)w->byte_len);
+			vt_fail(name, "byte_len %u, expected %lld", c->byte_len,
+				(long long)w->byte_len);
 			ok = false;
 		} else if (c->wc_flags) {
-			fail(name, "wc_flags %#x, expected none", c->wc_flags);
+			vt_fail(name, "wc_flags %#x, expected none",
+				c->wc_flags);
 			ok = false;
 		} else {
-			pass("%s", name);
+			vt_pass("%s", name);
 		}
 	}
 	return ok;
@@ -463,106 +356,10 @@ static void expect_no_wc(int sc, const char *side, struct ibv_cq *cq)
 	got = ibv_poll_cq(cq, 1, &wc);
 	snprintf(name, sizeof(name), "%s: %s no extra completion",
 		 xs_names[sc], side);
-	check(got == 0, name, "wr_id %llu %s %s", (unsigned long long)wc.wr_id,
-	      got > 0 ? opcode_str(wc.opcode) : "poll error",
-	      got > 0 ? ibv_wc_status_str(wc.status) : "");
-}
-
-static int resolve(const char *host, const char *port, bool passive,
-		   struct sockaddr_storage *ss)
-{
-	struct addrinfo hints = {
-		.ai_family = AF_UNSPEC,
-		.ai_socktype = SOCK_STREAM,
-		.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0),
-	};
-	struct addrinfo *res;
-	int rv = getaddrinfo(host, port, &hints, &res);
-
-	if (rv) {
-		fail("setup", "getaddrinfo %s port %s: %s", host, port,
-		     gai_strerror(rv));
-		return -1;
-	}
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
-	return 0;
-}
-
-static int set_nonblock(int fd)
-{
-	int flags = fcntl(fd, F_GETFL);
-
-	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
-		return -errno;
-	return 0;
-}
-
-/* A non-blocking event channel, or NULL with a description in @why. */
-static struct rdma_event_channel *create_channel(char *why, size_t why_len)
-{
-	struct rdma_event_channel *ch = rdma_create_event_channel();
-	int rv;
-
-	if (!ch) {
-		snprintf(why, why_len, "rdma_create_event_channel: %s (no "
-			 "RDMA device, or rdma_ucm not loaded?)",
-			 strerror(errno));
-		return NULL;
-	}
-	rv = set_nonblock(ch->fd);
-	if (rv) {
-		snprintf(why, why_len, "fcntl O_NONBLOCK: %s", strerror(-rv));
-		rdma_destroy_event_channel(ch);
-		return NULL;
-	}
-	return ch;
-}
-
-/* The next CM event, waiting at most until @deadline; 0 or -errno. */
-static int cm_get(struct rdma_event_channel *ch, long long deadline,
-		  struct rdma_cm_event **ev)
-{
-	for (;;) {
-		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
-		int ms;
-
-		if (!rdma_get_cm_event(ch, ev))
-			return 0;
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			return -errno;
-		ms = ms_left(deadline);
-		if (!ms)
-			return -ETIMEDOUT;
-		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
-			return -errno;
-	}
-}
-
-/*
- * The next event must be @want.  Returns 0 with *@ev to ack, or -errno
- * with a description in @why.
- */
-static int cm_expect(struct rdma_event_channel *ch,
-		     enum rdma_cm_event_type want, int ms,
-		     struct rdma_cm_event **ev, char *why, size_t why_len)
-{
-	long long start = now_ms();
-	int rv = cm_get(ch, deadline_in(ms), ev);
-
-	if (rv) {
-		snprintf(why, why_len, "no %s within %lld ms: %s",
-			 rdma_event_str(want), now_ms() - start,
-			 strerror(-rv));
-		return rv;
-	}
-	if ((*ev)->event == want)
-		return 0;
-	snprintf(why, why_len, "got %s (status %d), expected %s",
-		 rdma_event_str((*ev)->event), (*ev)->status,
-		 rdma_event_str(want));
-	rdma_ack_cm_event(*ev);
-	return -EPROTO;
+	vt_check(got == 0, name, "wr_id %llu %s %s",
+		 (unsigned long long)wc.wr_id,
+		 got > 0 ? opcode_str(wc.opcode) : "poll error",
+		 got > 0 ? ibv_wc_status_str(wc.status) : "");
 }
 
 /* ---- client -------------------------------------------------------------- */
@@ -664,41 +461,12 @@ err:
 /* Channel, id, address and route, resources. */
 static int client_setup(struct xs_client *c)
 {
-	struct rdma_cm_event *ev;
 	int rv;
 
-	c->ch = create_channel(c->why, sizeof(c->why));
-	if (!c->ch)
-		return -ENODEV;
-	if (rdma_create_id(c->ch, &c->id, c, RDMA_PS_TCP)) {
-		rv = -errno;
-		snprintf(c->why, sizeof(c->why), "rdma_create_id: %s",
-			 strerror(errno));
-		return rv;
-	}
-	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&c->dst,
-			      XS_RESOLVE_MS)) {
-		rv = -errno;
-		snprintf(c->why, sizeof(c->why), "rdma_resolve_addr: %s",
-			 strerror(errno));
-		return rv;
-	}
-	rv = cm_expect(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED, XS_EVENT_MS, &ev,
-		       c->why, sizeof(c->why));
+	rv = vt_route_client(&c->dst, c, XS_RESOLVE_MS, XS_EVENT_MS, &c->ch,
+			     &c->id, c->why, sizeof(c->why));
 	if (rv)
 		return rv;
-	rdma_ack_cm_event(ev);
-	if (rdma_resolve_route(c->id, XS_RESOLVE_MS)) {
-		rv = -errno;
-		snprintf(c->why, sizeof(c->why), "rdma_resolve_route: %s",
-			 strerror(errno));
-		return rv;
-	}
-	rv = cm_expect(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, XS_EVENT_MS, &ev,
-		       c->why, sizeof(c->why));
-	if (rv)
-		return rv;
-	rdma_ack_cm_event(ev);
 	return client_alloc(c);
 }
 
@@ -726,11 +494,12 @@ static int client_connect_once(struct xs_client *c, int sc)
 			 strerror(errno));
 		return rv;
 	}
-	start = now_ms();
-	rv = cm_get(c->ch, deadline_in(XS_CONNECT_MS), &ev);
+	start = vt_now_ms();
+	rv = vt_cm_get(c->ch, vt_deadline_in(XS_CONNECT_MS), &ev);
 	if (rv) {
 		snprintf(c->why, sizeof(c->why), "no answer to rdma_connect "
-			 "within %lld ms: %s", now_ms() - start, strerror(-rv));
+			 "within %lld ms: %s", vt_now_ms() - start,
+			 strerror(-rv));
 		return rv;
 	}
 	c->event = ev->event;
@@ -753,7 +522,7 @@ static int client_connect_once(struct xs_client *c, int sc)
  */
 static bool client_connect(struct xs_client *c, int sc, bool first)
 {
-	long long retry_end = deadline_in(XS_RETRY_MS);
+	long long retry_end = vt_deadline_in(XS_RETRY_MS);
 	char name[64];
 	int rv;
 
@@ -767,12 +536,12 @@ static bool client_connect(struct xs_client *c, int sc, bool first)
 			snprintf(c->why, sizeof(c->why), "REJECTED, status %d",
 				 c->status);
 		client_close(c);
-		if (!first || rv || now_ms() >= retry_end)
+		if (!first || rv || vt_now_ms() >= retry_end)
 			break;
-		info("%s: %s; retrying", name, c->why);
+		vt_info("%s: %s; retrying", name, c->why);
 		usleep(200000);
 	}
-	fail(name, "%s", c->why);
+	vt_fail(name, "%s", c->why);
 	return false;
 }
 
@@ -804,20 +573,21 @@ static void client_reject_pdata(struct xs_client *c)
 	uint8_t want[XS_REJECT_LEN];
 
 	if (c->event != RDMA_CM_EVENT_REJECTED) {
-		fail("reject-pdata: client gets REJECTED", "got %s, status %d",
-		     rdma_event_str(c->event), c->status);
+		vt_fail("reject-pdata: client gets REJECTED",
+			"got %s, status %d",
+			rdma_event_str(c->event), c->status);
 		return;
 	}
-	pass("reject-pdata: client gets REJECTED");
-	info("reject-pdata: REJECTED status %d (%s), %u bytes of private "
-	     "data", c->status, c->status < 0 ? strerror(-c->status) : "-",
-	     c->pdata_len);
-	check(c->status < 0, "reject-pdata: REJECTED status is a negative "
-	      "errno", "status %d", c->status);
+	vt_pass("reject-pdata: client gets REJECTED");
+	vt_info("reject-pdata: REJECTED status %d (%s), %u bytes of private "
+		"data", c->status, c->status < 0 ? strerror(-c->status) : "-",
+		c->pdata_len);
+	vt_check(c->status < 0, "reject-pdata: REJECTED status is a negative "
+		 "errno", "status %d", c->status);
 	fill_pat(want, sizeof(want), XS_SEED_REJECT);
 	if (c->pdata_len < XS_REJECT_LEN) {
-		fail("reject-pdata: client sees the 40 bytes of reject private "
-		     "data", "private_data_len %u", c->pdata_len);
+		vt_fail("reject-pdata: client sees the 40 bytes of reject "
+			"private data", "private_data_len %u", c->pdata_len);
 		return;
 	}
 	check_bytes("reject-pdata: client sees the 40 bytes of reject "
@@ -828,11 +598,11 @@ static void client_accept_pdata(struct xs_client *c)
 {
 	uint8_t want[XS_ACCEPT_LEN];
 
-	info("accept-pdata: %u bytes of accept private data", c->pdata_len);
+	vt_info("accept-pdata: %u bytes of accept private data", c->pdata_len);
 	fill_pat(want, sizeof(want), XS_SEED_ACCEPT);
 	if (c->pdata_len < XS_ACCEPT_LEN) {
-		fail("accept-pdata: client sees the 32 bytes of accept private "
-		     "data", "private_data_len %u", c->pdata_len);
+		vt_fail("accept-pdata: client sees the 32 bytes of accept "
+			"private data", "private_data_len %u", c->pdata_len);
 		return;
 	}
 	check_bytes("accept-pdata: client sees the 32 bytes of accept private "
@@ -859,8 +629,8 @@ static bool client_post(struct xs_client *c, int sc, struct ibv_send_wr *wr,
 		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
 	rv = ibv_post_send(c->id->qp, wr, &bad);
 	snprintf(name, sizeof(name), "%s: post %s", xs_names[sc], what);
-	check(!rv, name, "ibv_post_send: %s (bad_wr %lld)", strerror(rv),
-	      bad ? (long long)bad->wr_id : -1LL);
+	vt_check(!rv, name, "ibv_post_send: %s (bad_wr %lld)", strerror(rv),
+		 bad ? (long long)bad->wr_id : -1LL);
 	return !rv;
 }
 
@@ -920,18 +690,18 @@ static void client_too_many_sges(struct xs_client *c)
 	swr.opcode = IBV_WR_SEND;
 	swr.send_flags = IBV_SEND_SIGNALED;
 	rv = ibv_post_send(c->id->qp, &swr, &sbad);
-	check(rv == EINVAL && sbad == &swr, "max-sge: SEND with max_send_sge "
-	      "+ 1 SGEs fails with EINVAL", "ibv_post_send returned %d (%s), "
-	      "bad_wr %s", rv, strerror(rv),
-	      sbad == &swr ? "the WR" : sbad ? "another WR" : "NULL");
+	vt_check(rv == EINVAL && sbad == &swr, "max-sge: SEND with "
+		 "max_send_sge + 1 SGEs fails with EINVAL", "ibv_post_send "
+		 "returned %d (%s), bad_wr %s", rv, strerror(rv),
+		 sbad == &swr ? "the WR" : sbad ? "another WR" : "NULL");
 	rwr.wr_id = 98;
 	rwr.sg_list = sge;
 	rwr.num_sge = n;
 	rv = ibv_post_recv(c->id->qp, &rwr, &rbad);
-	check(rv == EINVAL && rbad == &rwr, "max-sge: receive with "
-	      "max_recv_sge + 1 SGEs fails with EINVAL", "ibv_post_recv "
-	      "returned %d (%s), bad_wr %s", rv, strerror(rv),
-	      rbad == &rwr ? "the WR" : rbad ? "another WR" : "NULL");
+	vt_check(rv == EINVAL && rbad == &rwr, "max-sge: receive with "
+		 "max_recv_sge + 1 SGEs fails with EINVAL", "ibv_post_recv "
+		 "returned %d (%s), bad_wr %s", rv, strerror(rv),
+		 rbad == &rwr ? "the WR" : rbad ? "another WR" : "NULL");
 }
 
 static void client_max_sge(struct xs_client *c)
@@ -948,13 +718,13 @@ static void client_max_sge(struct xs_client *c)
 	int n = c->max_sge, i;
 	uint32_t k = 0, b;
 
-	info("max-sge: device max_sge %d; QP granted max_send_sge %u "
-	     "max_recv_sge %u; message %u bytes", c->max_sge,
-	     c->cap.max_send_sge, c->cap.max_recv_sge, msg_total(n));
-	check(c->cap.max_send_sge >= (uint32_t)n &&
-	      c->cap.max_recv_sge >= (uint32_t)n, "max-sge: QP granted "
-	      "max_sge SGEs", "max_send_sge %u max_recv_sge %u, asked %d",
-	      c->cap.max_send_sge, c->cap.max_recv_sge, n);
+	vt_info("max-sge: device max_sge %d; QP granted max_send_sge %u "
+		"max_recv_sge %u; message %u bytes", c->max_sge,
+		c->cap.max_send_sge, c->cap.max_recv_sge, msg_total(n));
+	vt_check(c->cap.max_send_sge >= (uint32_t)n &&
+		 c->cap.max_recv_sge >= (uint32_t)n, "max-sge: QP granted "
+		 "max_sge SGEs", "max_send_sge %u max_recv_sge %u, asked %d",
+		 c->cap.max_send_sge, c->cap.max_recv_sge, n);
 	memset(c->buf + XS_C_SLICES, 0, send_off(n));
 	for (i = 0; i < n; i++) {
 		for (b = 0; b < send_len(i); b++)
@@ -981,8 +751,9 @@ static void client_max_sge(struct xs_client *c)
 	if (expect_wcs(XS_MAX_SGE_SC, c->cq, want, 3, wc, 0))
 		client_too_many_sges(c);
 	else
-		fail("max-sge: max_sge + 1 SGEs", "not tried: the WRs before "
-		     "did not all complete");
+		vt_fail("max-sge: max_sge + 1 SGEs",
+			"not tried: the WRs before "
+			"did not all complete");
 	expect_no_wc(XS_MAX_SGE_SC, "client", c->cq);
 }
 
@@ -1001,13 +772,14 @@ static void client_inline(struct xs_client *c)
 	int i;
 
 	if (!one || !two || !three) {
-		fail("inline: setup", "out of memory");
+		vt_fail("inline: setup", "out of memory");
 		goto out;
 	}
-	info("inline: QP granted max_inline_data %u", c->cap.max_inline_data);
-	check(c->cap.max_inline_data >= XS_INLINE_LEN, "inline: QP granted "
-	      "64 bytes of inline data", "max_inline_data %u",
-	      c->cap.max_inline_data);
+	vt_info("inline: QP granted max_inline_data %u",
+		c->cap.max_inline_data);
+	vt_check(c->cap.max_inline_data >= XS_INLINE_LEN, "inline: QP granted "
+		 "64 bytes of inline data", "max_inline_data %u",
+		 c->cap.max_inline_data);
 	/* Unregistered memory, lkey 0. */
 	fill_pat(one, XS_INLINE_LEN, XS_SEED_INLINE1);
 	fill_pat(both, XS_INLINE_LEN, XS_SEED_INLINE2);
@@ -1084,24 +856,24 @@ static void client_wait_disconnected(struct xs_client *c, int sc)
 
 	snprintf(name, sizeof(name), "%s: client DISCONNECTED", xs_names[sc]);
 	if (rdma_disconnect(c->id)) {
-		fail(name, "rdma_disconnect: %s", strerror(errno));
+		vt_fail(name, "rdma_disconnect: %s", strerror(errno));
 		return;
 	}
-	rv = cm_expect(c->ch, RDMA_CM_EVENT_DISCONNECTED, XS_DISC_MS, &ev,
-		       c->why, sizeof(c->why));
+	rv = vt_cm_expect(c->ch, RDMA_CM_EVENT_DISCONNECTED, XS_DISC_MS, &ev,
+			  c->why, sizeof(c->why));
 	if (rv) {
-		fail(name, "%s", c->why);
+		vt_fail(name, "%s", c->why);
 		return;
 	}
 	rdma_ack_cm_event(ev);
-	pass("%s", name);
+	vt_pass("%s", name);
 }
 
 static void client_scenario(struct xs_client *c, int sc, bool first)
 {
 	char name[64];
 
-	info("%s", xs_names[sc]);
+	vt_info("%s", xs_names[sc]);
 	memset(c->buf, 0, XS_CBUF_LEN);
 	if (!client_connect(c, sc, first))
 		return;
@@ -1112,16 +884,16 @@ static void client_scenario(struct xs_client *c, int sc, bool first)
 	}
 	snprintf(name, sizeof(name), "%s: client ESTABLISHED", xs_names[sc]);
 	if (c->event != RDMA_CM_EVENT_ESTABLISHED) {
-		fail(name, "got %s, status %d", rdma_event_str(c->event),
-		     c->status);
+		vt_fail(name, "got %s, status %d", rdma_event_str(c->event),
+			c->status);
 		client_close(c);
 		return;
 	}
-	pass("%s", name);
+	vt_pass("%s", name);
 	if (sc == XS_ACCEPT_PDATA) {
 		client_accept_pdata(c);
 	} else if (client_parse_offer(c, sc)) {
-		fail(name, "%s", c->why);
+		vt_fail(name, "%s", c->why);
 	} else {
 		switch (sc) {
 		case XS_ZERO_LEN:
@@ -1147,17 +919,17 @@ static int run_client(const char *host, const char *port)
 	struct xs_client c = { 0 };
 	int sc;
 
-	if (resolve(host, port, false, &c.dst))
+	if (vt_resolve(host, port, false, &c.dst))
 		return -1;
 	c.buf = aligned_alloc(4096, XS_CBUF_LEN);
 	if (!c.buf) {
-		fail("setup", "out of memory");
+		vt_fail("setup", "out of memory");
 		return -1;
 	}
 	for (sc = 0; sc < XS_NUM_SCENARIOS; sc++) {
-		if (!ms_left(run_deadline)) {
-			fail("run time", "%s and later not run: out of time",
-			     xs_names[sc]);
+		if (!vt_ms_left(vt_run_deadline)) {
+			vt_fail("run time", "%s and later not run: out of time",
+				xs_names[sc]);
 			break;
 		}
 		client_scenario(&c, sc, sc == 0);
@@ -1193,66 +965,47 @@ struct xs_conn {
 static int server_listen(struct xs_server *s, const char *host,
 			 const char *port)
 {
-	struct sockaddr_storage ss;
 	struct ibv_device_attr dattr;
-	char why[256];
 	int rv;
 
-	if (resolve(host, port, true, &ss))
+	if (vt_bind_listener(host, port, &s->ch, &s->listen))
 		return -1;
-	s->ch = create_channel(why, sizeof(why));
-	if (!s->ch) {
-		fail("setup", "%s", why);
-		return -1;
-	}
-	if (rdma_create_id(s->ch, &s->listen, NULL, RDMA_PS_TCP)) {
-		fail("setup", "rdma_create_id: %s", strerror(errno));
-		return -1;
-	}
-	if (rdma_bind_addr(s->listen, (struct sockaddr *)&ss)) {
-		fail("setup", "rdma_bind_addr %s: %s", host, strerror(errno));
-		return -1;
-	}
 	s->verbs = s->listen->verbs;
-	if (!s->verbs) {
-		fail("setup", "%s is not the address of an RDMA device", host);
-		return -1;
-	}
 	rv = ibv_query_device(s->verbs, &dattr);
 	if (rv) {
-		fail("setup", "ibv_query_device: %s", strerror(rv));
+		vt_fail("setup", "ibv_query_device: %s", strerror(rv));
 		return -1;
 	}
 	s->max_sge = dattr.max_sge;
-	info("server on %s port %s, device %s, max_sge %d", host, port,
-	     ibv_get_device_name(s->verbs->device), s->max_sge);
+	vt_info("server on %s port %s, device %s, max_sge %d", host, port,
+		ibv_get_device_name(s->verbs->device), s->max_sge);
 	if (s->max_sge < 1 || s->max_sge > XS_MAX_SGE) {
-		fail("setup", "device max_sge %d outside 1..%d", s->max_sge,
-		     XS_MAX_SGE);
+		vt_fail("setup", "device max_sge %d outside 1..%d", s->max_sge,
+			XS_MAX_SGE);
 		return -1;
 	}
 	s->buf = aligned_alloc(4096, XS_SBUF_LEN);
 	s->want = malloc(XS_SBUF_LEN);
 	if (!s->buf || !s->want) {
-		fail("setup", "out of memory");
+		vt_fail("setup", "out of memory");
 		return -1;
 	}
 	s->pd = ibv_alloc_pd(s->verbs);
 	if (!s->pd) {
-		fail("setup", "ibv_alloc_pd: %s", strerror(errno));
+		vt_fail("setup", "ibv_alloc_pd: %s", strerror(errno));
 		return -1;
 	}
 	s->mr = ibv_reg_mr(s->pd, s->buf, XS_SBUF_LEN,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!s->mr) {
-		fail("setup", "ibv_reg_mr: %s", strerror(errno));
+		vt_fail("setup", "ibv_reg_mr: %s", strerror(errno));
 		return -1;
 	}
 	if (rdma_listen(s->listen, 4)) {
-		fail("setup", "rdma_listen: %s", strerror(errno));
+		vt_fail("setup", "rdma_listen: %s", strerror(errno));
 		return -1;
 	}
-	info("listening");
+	vt_info("listening");
 	return 0;
 }
 
@@ -1305,16 +1058,16 @@ static void conn_free(struct xs_conn *conn)
 static int server_wait_conn(struct xs_server *s, struct xs_conn *conn,
 			    enum rdma_cm_event_type want, int ms)
 {
-	long long start = now_ms(), deadline = deadline_in(ms);
+	long long start = vt_now_ms(), deadline = vt_deadline_in(ms);
 	struct rdma_cm_event *ev;
 	int rv;
 
 	for (;;) {
-		rv = cm_get(s->ch, deadline, &ev);
+		rv = vt_cm_get(s->ch, deadline, &ev);
 		if (rv) {
 			snprintf(conn->why, sizeof(conn->why), "no %s within "
 				 "%lld ms: %s", rdma_event_str(want),
-				 now_ms() - start, strerror(-rv));
+				 vt_now_ms() - start, strerror(-rv));
 			return rv;
 		}
 		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && !s->pending) {
@@ -1333,8 +1086,8 @@ static int server_wait_conn(struct xs_server *s, struct xs_conn *conn,
 				 status, rdma_event_str(want));
 			return -EPROTO;
 		}
-		info("server %s: ignoring %s", xs_names[conn->sc],
-		     rdma_event_str(ev->event));
+		vt_info("server %s: ignoring %s", xs_names[conn->sc],
+			rdma_event_str(ev->event));
 		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 			struct rdma_cm_id *id = ev->id;
 
@@ -1445,7 +1198,7 @@ static int server_accept(struct xs_server *s, struct xs_conn *conn)
 		conn->cc = ibv_create_comp_channel(s->verbs);
 		if (!conn->cc)
 			goto err;
-		rv = set_nonblock(conn->cc->fd);
+		rv = vt_set_nonblock(conn->cc->fd);
 		if (rv) {
 			errno = -rv;
 			goto err;
@@ -1588,7 +1341,7 @@ static int wait_cq_event(struct xs_conn *conn, long long deadline)
 		}
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 			return -errno;
-		ms = ms_left(deadline);
+		ms = vt_ms_left(deadline);
 		if (!ms)
 			return -ETIMEDOUT;
 		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
@@ -1604,19 +1357,20 @@ static void server_solicited(struct xs_server *s, struct xs_conn *conn)
 		{ "server RECV of the solicited SEND", 2, IBV_WC_RECV,
 		  XS_SOLICIT_LEN },
 	};
-	long long start = now_ms();
+	long long start = vt_now_ms();
 	struct ibv_wc wc[2];
 	int got, rv;
 
-	rv = wait_cq_event(conn, deadline_in(XS_CQ_MS));
-	check(!rv, "solicited: server completion channel delivers an event",
-	      "none within %lld ms: %s", now_ms() - start, strerror(-rv));
+	rv = wait_cq_event(conn, vt_deadline_in(XS_CQ_MS));
+	vt_check(!rv, "solicited: server completion channel delivers an event",
+		 "none within %lld ms: %s", vt_now_ms() - start, strerror(-rv));
 	if (rv)
 		return;
-	info("solicited: event after %lld ms", now_ms() - start);
+	vt_info("solicited: event after %lld ms", vt_now_ms() - start);
 	got = ibv_poll_cq(conn->cq, 2, wc);
-	check(got == 2, "solicited: both receives are in the CQ at the event",
-	      "ibv_poll_cq right after the event returned %d", got);
+	vt_check(got == 2,
+		 "solicited: both receives are in the CQ at the event",
+		 "ibv_poll_cq right after the event returned %d", got);
 	if (got < 0)
 		got = 0;
 	if (!expect_wcs(XS_SOLICITED, conn->cq, want, 2, wc, got))
@@ -1630,13 +1384,13 @@ static void server_solicited(struct xs_server *s, struct xs_conn *conn)
 	/* Nothing more is sent: a new arm must stay quiet. */
 	rv = ibv_req_notify_cq(conn->cq, 1);
 	if (rv) {
-		fail("solicited: re-arm", "ibv_req_notify_cq: %s",
-		     strerror(rv));
+		vt_fail("solicited: re-arm", "ibv_req_notify_cq: %s",
+			strerror(rv));
 		return;
 	}
-	rv = wait_cq_event(conn, deadline_in(XS_NO_EVENT_MS));
-	check(rv == -ETIMEDOUT, "solicited: no event after re-arming with "
-	      "nothing new", "%s", rv ? strerror(-rv) : "an event came");
+	rv = wait_cq_event(conn, vt_deadline_in(XS_NO_EVENT_MS));
+	vt_check(rv == -ETIMEDOUT, "solicited: no event after re-arming with "
+		 "nothing new", "%s", rv ? strerror(-rv) : "an event came");
 }
 
 /* Connection of scenario @sc, from accept to DISCONNECTED. */
@@ -1649,7 +1403,7 @@ static void server_conn(struct xs_server *s, struct xs_conn *conn)
 	memset(s->want, XS_S_FILL, XS_SBUF_LEN);
 	snprintf(name, sizeof(name), "%s: server accept", xs_names[sc]);
 	if (server_accept(s, conn)) {
-		fail(name, "%s", conn->why);
+		vt_fail(name, "%s", conn->why);
 		rdma_reject(conn->id, NULL, 0);
 		conn_free(conn);
 		return;
@@ -1657,11 +1411,11 @@ static void server_conn(struct xs_server *s, struct xs_conn *conn)
 	snprintf(name, sizeof(name), "%s: server ESTABLISHED", xs_names[sc]);
 	if (server_wait_conn(s, conn, RDMA_CM_EVENT_ESTABLISHED,
 			     XS_CONNECT_MS)) {
-		fail(name, "%s", conn->why);
+		vt_fail(name, "%s", conn->why);
 		conn_free(conn);
 		return;
 	}
-	pass("%s", name);
+	vt_pass("%s", name);
 	switch (sc) {
 	case XS_ZERO_LEN:
 		server_zero_len(s, conn);
@@ -1679,10 +1433,10 @@ static void server_conn(struct xs_server *s, struct xs_conn *conn)
 	snprintf(name, sizeof(name), "%s: server DISCONNECTED", xs_names[sc]);
 	if (server_wait_conn(s, conn, RDMA_CM_EVENT_DISCONNECTED,
 			     XS_DISC_MS)) {
-		fail(name, "%s", conn->why);
+		vt_fail(name, "%s", conn->why);
 		rdma_disconnect(conn->id);
 	} else {
-		pass("%s", name);
+		vt_pass("%s", name);
 	}
 	conn_free(conn);
 }
@@ -1711,10 +1465,11 @@ static void server_request(struct xs_server *s, struct rdma_cm_event *ev)
 	    (sc == XS_MAX_SGE_SC && (conn.arg < 1 ||
 				     conn.arg > XS_MAX_SGE)) ||
 	    conn.id->verbs != s->verbs) {
-		fail("server connect request", "rejected: %u bytes, magic %#x "
-		     "scenario %d arg %u%s", len, be32toh(got.magic), sc,
-		     conn.arg, conn.id->verbs != s->verbs ?
-		     " on another device" : "");
+		vt_fail("server connect request",
+			"rejected: %u bytes, magic %#x "
+			"scenario %d arg %u%s", len, be32toh(got.magic), sc,
+			conn.arg, conn.id->verbs != s->verbs ?
+			" on another device" : "");
 		rdma_reject(conn.id, NULL, 0);
 		rdma_destroy_id(conn.id);
 		return;
@@ -1725,15 +1480,15 @@ static void server_request(struct xs_server *s, struct rdma_cm_event *ev)
 	snprintf(name, sizeof(name), "%s: server sees the 56 bytes of connect "
 		 "private data", xs_names[sc]);
 	if (len != XS_HELLO_LEN)
-		fail(name, "private_data_len %u", len);
+		vt_fail(name, "private_data_len %u", len);
 	else
 		check_bytes(name, (uint8_t *)&got, (uint8_t *)&want,
 			    XS_HELLO_LEN);
 	if (sc == XS_REJECT_PDATA) {
 		fill_pat(rej, sizeof(rej), XS_SEED_REJECT);
-		check(!rdma_reject(conn.id, rej, sizeof(rej)),
-		      "reject-pdata: server rdma_reject with 40 bytes",
-		      "%s", strerror(errno));
+		vt_check(!rdma_reject(conn.id, rej, sizeof(rej)),
+			 "reject-pdata: server rdma_reject with 40 bytes",
+			 "%s", strerror(errno));
 		rdma_destroy_id(conn.id);
 		return;
 	}
@@ -1755,17 +1510,18 @@ static void server_loop(struct xs_server *s)
 	struct rdma_cm_event *ev;
 	int i, rv;
 
-	while (!server_all_done(s) && ms_left(run_deadline)) {
+	while (!server_all_done(s) && vt_ms_left(vt_run_deadline)) {
 		if (s->pending) {
 			ev = s->pending;
 			s->pending = NULL;
 		} else {
-			rv = cm_get(s->ch, run_deadline, &ev);
+			rv = vt_cm_get(s->ch, vt_run_deadline, &ev);
 			if (rv == -ETIMEDOUT)
 				break;
 			if (rv) {
-				fail("server events", "rdma_get_cm_event: %s",
-				     strerror(-rv));
+				vt_fail("server events",
+					"rdma_get_cm_event: %s",
+					strerror(-rv));
 				break;
 			}
 		}
@@ -1774,7 +1530,7 @@ static void server_loop(struct xs_server *s)
 		} else {
 			enum rdma_cm_event_type type = ev->event;
 
-			info("server: ignoring %s", rdma_event_str(type));
+			vt_info("server: ignoring %s", rdma_event_str(type));
 			rdma_ack_cm_event(ev);
 			if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
 				break;
@@ -1782,8 +1538,8 @@ static void server_loop(struct xs_server *s)
 	}
 	for (i = 0; i < XS_NUM_SCENARIOS; i++)
 		if (!s->done[i])
-			fail("server run time", "no connection for %s",
-			     xs_names[i]);
+			vt_fail("server run time", "no connection for %s",
+				xs_names[i]);
 }
 
 static int run_server(const char *host, const char *port)
@@ -1798,74 +1554,15 @@ static int run_server(const char *host, const char *port)
 
 /* ---- main ---------------------------------------------------------------- */
 
-/* Last resort if a verb blocks past the run's deadline (teardown, say). */
-static void watchdog(int sig)
-{
-	static const char msg[] = "FAIL watchdog: still running 5 s after "
-				  "the run's deadline, stuck in a call\n";
-
-	(void)sig;
-	if (write(STDOUT_FILENO, msg, sizeof(msg) - 1) < 0)
-		_exit(3);
-	_exit(1);
-}
-
-static void usage(const char *prog)
-{
-	fprintf(stderr,
-		"usage: %s -s BIND_ADDR [-p PORT] [-t SECS]   (server)\n"
-		"       %s -c SERVER_ADDR [-p PORT] [-t SECS] (client)\n"
-		"  -p PORT  TCP port (default %s)\n"
-		"  -t SECS  bound on the whole run (default: client %d, "
-		"server %d)\n", prog, prog, XS_DEFAULT_PORT, XS_CLIENT_SECS,
-		XS_SERVER_SECS);
-}
-
 int main(int argc, char **argv)
 {
-	const char *port = XS_DEFAULT_PORT, *addr = NULL;
-	int opt, secs = 0;
-	bool server = false;
+	static const struct vt_prog prog = {
+		.port = XS_DEFAULT_PORT,
+		.client_secs = XS_CLIENT_SECS,
+		.server_secs = XS_SERVER_SECS,
+		.run_client = run_client,
+		.run_server = run_server,
+	};
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "s:c:p:t:h")) != -1) {
-		switch (opt) {
-		case 's':
-		case 'c':
-			if (addr) {
-				usage(argv[0]);
-				return 2;
-			}
-			server = opt == 's';
-			addr = optarg;
-			break;
-		case 'p':
-			port = optarg;
-			break;
-		case 't':
-			secs = atoi(optarg);
-			break;
-		default:
-			usage(argv[0]);
-			return 2;
-		}
-	}
-	if (!addr || optind != argc || secs < 0) {
-		usage(argv[0]);
-		return 2;
-	}
-	if (!secs)
-		secs = server ? XS_SERVER_SECS : XS_CLIENT_SECS;
-	run_deadline = now_ms() + secs * 1000LL;
-	signal(SIGALRM, watchdog);
-	alarm(secs + 5);
-
-	if (server)
-		run_server(addr, port);
-	else
-		run_client(addr, port);
-	if (!passed && !failed)
-		fail("run", "no check ran");
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return vt_main(argc, argv, &prog);
 }

@@ -50,22 +50,18 @@
 #define _GNU_SOURCE
 #include <endian.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+
+#include "viw_test.h"
 
 #define RA_MAGIC		0x76697761	/* "viwa" */
 #define RA_DEFAULT_PORT		"7479"
@@ -140,129 +136,17 @@ struct ra_offer {
 	uint32_t reserved;
 };
 
-static int passed, failed;
-static long long run_deadline;
-
-static void pass(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void pass(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("PASS ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	passed++;
-}
-
-static void fail(const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("FAIL %s: ", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	failed++;
-}
-
-static void info(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("INFO ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-}
-
-static void check(bool ok, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* PASS @name, or FAIL @name with the detail. */
-static void check(bool ok, const char *name, const char *fmt, ...)
-{
-	char detail[256];
-	va_list ap;
-
-	if (ok) {
-		pass("%s", name);
-		return;
-	}
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	fail(name, "%s", detail);
-}
-
-/* ---- time ---------------------------------------------------------------- */
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
-/* A deadline @ms from now, never past the end of the run. */
-static long long deadline_in(int ms)
-{
-	long long d = now_ms() + ms;
-
-	return d < run_deadline ? d : run_deadline;
-}
-
-static int ms_left(long long deadline)
-{
-	long long left = deadline - now_ms();
-
-	return left > 0 ? (int)left : 0;
-}
-
 /* ---- helpers ------------------------------------------------------------- */
-
-static const char *qp_state_str(int state)
-{
-	static const char *const names[] = {
-		[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT",
-		[IBV_QPS_RTR] = "RTR", [IBV_QPS_RTS] = "RTS",
-		[IBV_QPS_SQD] = "SQD", [IBV_QPS_SQE] = "SQE",
-		[IBV_QPS_ERR] = "ERR",
-	};
-
-	if (state >= 0 && state < (int)(sizeof(names) / sizeof(names[0])) &&
-	    names[state])
-		return names[state];
-	return "?";
-}
-
-/* The QP state from the kernel, or -errno. */
-static int qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_init_attr init;
-	struct ibv_qp_attr attr;
-	int rv = ibv_query_qp(qp, &attr, IBV_QP_STATE, &init);
-
-	return rv ? -rv : (int)attr.qp_state;
-}
 
 /* Poll the state until it is ERR or @ms passed; the last state seen. */
 static int wait_qp_err(struct ibv_qp *qp, int ms)
 {
-	long long end = deadline_in(ms);
+	long long end = vt_deadline_in(ms);
 	int state;
 
 	for (;;) {
-		state = qp_state(qp);
-		if (state == IBV_QPS_ERR || state < 0 || now_ms() >= end)
+		state = vt_qp_state(qp);
+		if (state == IBV_QPS_ERR || state < 0 || vt_now_ms() >= end)
 			return state;
 		usleep(10000);
 	}
@@ -273,31 +157,10 @@ static void check_qp_err(const char *name, struct ibv_qp *qp, int ms)
 	int state = wait_qp_err(qp, ms);
 
 	if (state < 0)
-		fail(name, "ibv_query_qp: %s", strerror(-state));
+		vt_fail(name, "ibv_query_qp: %s", strerror(-state));
 	else
-		check(state == IBV_QPS_ERR, name, "QP in %s, expected ERR",
-		      qp_state_str(state));
-}
-
-/* Poll until @n completions arrived or @deadline passed; how many came. */
-static int poll_cq_until(struct ibv_cq *cq, struct ibv_wc *wc, int n,
-			 long long deadline)
-{
-	int got = 0;
-
-	while (got < n) {
-		int rv = ibv_poll_cq(cq, n - got, wc + got);
-
-		if (rv < 0)
-			return got;
-		got += rv;
-		if (!rv) {
-			if (now_ms() >= deadline)
-				break;
-			usleep(1000);
-		}
-	}
-	return got;
+		vt_check(state == IBV_QPS_ERR, name, "QP in %s, expected ERR",
+			 vt_qp_state_str(state));
 }
 
 /* Byte pattern s0 writes: position dependent, so misplaced data shows. */
@@ -326,99 +189,6 @@ static long find_not_s0(const uint8_t *buf)
 		if (buf[i] != s0_byte(i))
 			return (long)i;
 	return -1;
-}
-
-static int resolve(const char *host, const char *port, bool passive,
-		   struct sockaddr_storage *ss)
-{
-	struct addrinfo hints = {
-		.ai_family = AF_UNSPEC,
-		.ai_socktype = SOCK_STREAM,
-		.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0),
-	};
-	struct addrinfo *res;
-	int rv = getaddrinfo(host, port, &hints, &res);
-
-	if (rv) {
-		fail("setup", "getaddrinfo %s port %s: %s", host, port,
-		     gai_strerror(rv));
-		return -1;
-	}
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
-	return 0;
-}
-
-/* A non-blocking event channel, or NULL with a description in @why. */
-static struct rdma_event_channel *create_channel(char *why, size_t why_len)
-{
-	struct rdma_event_channel *ch = rdma_create_event_channel();
-	int flags, err;
-
-	if (!ch) {
-		snprintf(why, why_len, "rdma_create_event_channel: %s (no "
-			 "RDMA device, or rdma_ucm not loaded?)",
-			 strerror(errno));
-		return NULL;
-	}
-	flags = fcntl(ch->fd, F_GETFL);
-	if (flags < 0 || fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-		err = errno;
-		snprintf(why, why_len, "fcntl O_NONBLOCK: %s", strerror(err));
-		rdma_destroy_event_channel(ch);
-		return NULL;
-	}
-	return ch;
-}
-
-/* The next CM event, waiting at most until @deadline; 0 or -errno. */
-static int cm_get(struct rdma_event_channel *ch, long long deadline,
-		  struct rdma_cm_event **ev)
-{
-	for (;;) {
-		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
-		int ms;
-
-		if (!rdma_get_cm_event(ch, ev))
-			return 0;
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			return -errno;
-		ms = ms_left(deadline);
-		if (!ms)
-			return -ETIMEDOUT;
-		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
-			return -errno;
-	}
-}
-
-/*
- * The next event must be @want.  Returns 0 with *@ev to ack, or -errno
- * with a description in @why.
- */
-static int cm_expect(struct rdma_event_channel *ch,
-		     enum rdma_cm_event_type want, int ms,
-		     struct rdma_cm_event **ev, char *why, size_t why_len)
-{
-	long long start = now_ms();
-	int rv = cm_get(ch, deadline_in(ms), ev);
-
-	if (rv) {
-		snprintf(why, why_len, "no %s within %lld ms: %s",
-			 rdma_event_str(want), now_ms() - start,
-			 strerror(-rv));
-		return rv;
-	}
-	if ((*ev)->event == want)
-		return 0;
-	snprintf(why, why_len, "got %s (status %d), expected %s",
-		 rdma_event_str((*ev)->event), (*ev)->status,
-		 rdma_event_str(want));
-	rv = (*ev)->event == RDMA_CM_EVENT_REJECTED ||
-	     (*ev)->event == RDMA_CM_EVENT_CONNECT_ERROR ||
-	     (*ev)->event == RDMA_CM_EVENT_UNREACHABLE ?
-	     -ECONNREFUSED : -EPROTO;
-	rdma_ack_cm_event(*ev);
-	return rv;
 }
 
 /* ---- client -------------------------------------------------------------- */
@@ -552,8 +322,8 @@ static int client_connect_qp(struct ra_client *c, int sc)
 			 strerror(errno));
 		return rv;
 	}
-	rv = cm_expect(c->ch, RDMA_CM_EVENT_ESTABLISHED, RA_CONNECT_MS, &ev,
-		       c->why, sizeof(c->why));
+	rv = vt_cm_expect(c->ch, RDMA_CM_EVENT_ESTABLISHED, RA_CONNECT_MS, &ev,
+			  c->why, sizeof(c->why));
 	if (rv)
 		return rv;
 	rv = client_parse_offer(c, sc, &ev->param.conn);
@@ -564,41 +334,12 @@ static int client_connect_qp(struct ra_client *c, int sc)
 /* Channel, id, address and route, resources, connection. */
 static int client_connect(struct ra_client *c, int sc)
 {
-	struct rdma_cm_event *ev;
 	int rv;
 
-	c->ch = create_channel(c->why, sizeof(c->why));
-	if (!c->ch)
-		return -ENODEV;
-	if (rdma_create_id(c->ch, &c->id, c, RDMA_PS_TCP)) {
-		rv = -errno;
-		snprintf(c->why, sizeof(c->why), "rdma_create_id: %s",
-			 strerror(errno));
-		return rv;
-	}
-	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&c->dst,
-			      RA_RESOLVE_MS)) {
-		rv = -errno;
-		snprintf(c->why, sizeof(c->why), "rdma_resolve_addr: %s",
-			 strerror(errno));
-		return rv;
-	}
-	rv = cm_expect(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED, RA_EVENT_MS, &ev,
-		       c->why, sizeof(c->why));
+	rv = vt_route_client(&c->dst, c, RA_RESOLVE_MS, RA_EVENT_MS, &c->ch,
+			     &c->id, c->why, sizeof(c->why));
 	if (rv)
 		return rv;
-	rdma_ack_cm_event(ev);
-	if (rdma_resolve_route(c->id, RA_RESOLVE_MS)) {
-		rv = -errno;
-		snprintf(c->why, sizeof(c->why), "rdma_resolve_route: %s",
-			 strerror(errno));
-		return rv;
-	}
-	rv = cm_expect(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, RA_EVENT_MS, &ev,
-		       c->why, sizeof(c->why));
-	if (rv)
-		return rv;
-	rdma_ack_cm_event(ev);
 	rv = client_alloc(c);
 	return rv ? rv : client_connect_qp(c, sc);
 }
@@ -609,7 +350,7 @@ static int client_connect(struct ra_client *c, int sc)
  */
 static bool client_connect_retry(struct ra_client *c, int sc, bool first)
 {
-	long long retry_end = deadline_in(RA_RETRY_MS);
+	long long retry_end = vt_deadline_in(RA_RETRY_MS);
 	char name[64];
 	int rv;
 
@@ -617,16 +358,16 @@ static bool client_connect_retry(struct ra_client *c, int sc, bool first)
 	for (;;) {
 		rv = client_connect(c, sc);
 		if (!rv) {
-			pass("%s", name);
+			vt_pass("%s", name);
 			return true;
 		}
 		client_close(c);
-		if (!first || rv != -ECONNREFUSED || now_ms() >= retry_end)
+		if (!first || rv != -ECONNREFUSED || vt_now_ms() >= retry_end)
 			break;
-		info("%s: %s; retrying", name, c->why);
+		vt_info("%s: %s; retrying", name, c->why);
 		usleep(200000);
 	}
-	fail(name, "%s", c->why);
+	vt_fail(name, "%s", c->why);
 	return false;
 }
 
@@ -759,32 +500,33 @@ static bool check_wc(int sc, int i, const struct ra_op *op,
 	snprintf(name, sizeof(name), "s%d wc%d %s -> %s", sc, i, op->what,
 		 wc_status_name(op->want));
 	if (wc->wr_id != (uint64_t)i) {
-		fail(name, "completion %d is for wr_id %llu (%s): not in "
-		     "posting order", i, (unsigned long long)wc->wr_id,
-		     wc_status_name(wc->status));
+		vt_fail(name, "completion %d is for wr_id %llu (%s): not in "
+			"posting order", i, (unsigned long long)wc->wr_id,
+			wc_status_name(wc->status));
 		return false;
 	}
 	if (wc->status != op->want) {
-		fail(name, "status %s (%d), vendor_err %#x",
-		     wc_status_name(wc->status), wc->status, wc->vendor_err);
+		vt_fail(name, "status %s (%d), vendor_err %#x",
+			wc_status_name(wc->status), wc->status, wc->vendor_err);
 		return false;
 	}
 	if (wc->qp_num != qp->qp_num) {
-		fail(name, "qp_num %u, expected %u", wc->qp_num, qp->qp_num);
+		vt_fail(name, "qp_num %u, expected %u", wc->qp_num, qp->qp_num);
 		return false;
 	}
 	if (wc->status == IBV_WC_SUCCESS &&
 	    wc->opcode != wc_opcode_of(op->opcode)) {
-		fail(name, "opcode %d, expected %d", wc->opcode,
-		     wc_opcode_of(op->opcode));
+		vt_fail(name, "opcode %d, expected %d", wc->opcode,
+			wc_opcode_of(op->opcode));
 		return false;
 	}
 	if (wc->status == IBV_WC_SUCCESS && op->opcode == IBV_WR_RDMA_READ &&
 	    wc->byte_len != op->len) {
-		fail(name, "byte_len %u, expected %u", wc->byte_len, op->len);
+		vt_fail(name, "byte_len %u, expected %u", wc->byte_len,
+			op->len);
 		return false;
 	}
-	pass("%s", name);
+	vt_pass("%s", name);
 	return true;
 }
 
@@ -792,13 +534,13 @@ static bool check_wc(int sc, int i, const struct ra_op *op,
 static bool client_check_wcs(struct ra_client *c, int sc,
 			     const struct ra_op *ops, int n)
 {
-	long long start = now_ms();
+	long long start = vt_now_ms();
 	struct ibv_wc wc[RA_MAX_OPS + 1];
 	bool ok = true;
 	char name[96];
 	int got, i;
 
-	got = poll_cq_until(c->cq, wc, n, deadline_in(RA_CQ_MS));
+	got = vt_poll_cq_until(c->cq, wc, n, vt_deadline_in(RA_CQ_MS));
 	for (i = 0; i < n; i++) {
 		if (i < got) {
 			ok &= check_wc(sc, i, &ops[i], &wc[i], c->id->qp);
@@ -807,15 +549,15 @@ static bool client_check_wcs(struct ra_client *c, int sc,
 		ok = false;
 		snprintf(name, sizeof(name), "s%d wc%d %s -> %s", sc, i,
 			 ops[i].what, wc_status_name(ops[i].want));
-		fail(name, "no completion within %lld ms (%d of %d arrived)",
-		     now_ms() - start, got, n);
+		vt_fail(name, "no completion within %lld ms (%d of %d arrived)",
+			vt_now_ms() - start, got, n);
 	}
 	usleep(100000);
 	got = ibv_poll_cq(c->cq, 1, wc);
 	snprintf(name, sizeof(name), "s%d no extra completion", sc);
-	check(got == 0, name, "wr_id %llu status %s",
-	      (unsigned long long)wc[0].wr_id,
-	      got > 0 ? wc_status_name(wc[0].status) : "poll error");
+	vt_check(got == 0, name, "wr_id %llu status %s",
+		 (unsigned long long)wc[0].wr_id,
+		 got > 0 ? wc_status_name(wc[0].status) : "poll error");
 	return ok && got == 0;
 }
 
@@ -823,14 +565,14 @@ static void client_check_s0_data(struct ra_client *c)
 {
 	long off = find_not_s0(c->buf + RA_L_BACK);
 
-	check(off < 0, "s0 READ back returns the written 4 KiB",
-	      "byte %ld is %#x, expected %#x", off,
-	      off < 0 ? 0 : c->buf[RA_L_BACK + off],
-	      off < 0 ? 0 : s0_byte(off));
+	vt_check(off < 0, "s0 READ back returns the written 4 KiB",
+		 "byte %ld is %#x, expected %#x", off,
+		 off < 0 ? 0 : c->buf[RA_L_BACK + off],
+		 off < 0 ? 0 : s0_byte(off));
 	off = find_not(c->buf + RA_L_PROBE, 8, RA_TARGET_FILL);
-	check(off < 0, "s0 READ of the last 8 bytes returns the fill",
-	      "byte %ld is %#x, expected %#x", off,
-	      off < 0 ? 0 : c->buf[RA_L_PROBE + off], RA_TARGET_FILL);
+	vt_check(off < 0, "s0 READ of the last 8 bytes returns the fill",
+		 "byte %ld is %#x, expected %#x", off,
+		 off < 0 ? 0 : c->buf[RA_L_PROBE + off], RA_TARGET_FILL);
 }
 
 static void client_wait_disconnected(struct ra_client *c, int sc)
@@ -840,16 +582,16 @@ static void client_wait_disconnected(struct ra_client *c, int sc)
 	int rv;
 
 	snprintf(name, sizeof(name), "s%d DISCONNECTED", sc);
-	rv = cm_expect(c->ch, RDMA_CM_EVENT_DISCONNECTED, RA_DISC_MS, &ev,
-		       c->why, sizeof(c->why));
+	rv = vt_cm_expect(c->ch, RDMA_CM_EVENT_DISCONNECTED, RA_DISC_MS, &ev,
+			  c->why, sizeof(c->why));
 	if (rv) {
-		fail(name, "%s", c->why);
+		vt_fail(name, "%s", c->why);
 		return;
 	}
 	if (sc != RA_S_VALID)
-		info("s%d DISCONNECTED status %d", sc, ev->status);
+		vt_info("s%d DISCONNECTED status %d", sc, ev->status);
 	rdma_ack_cm_event(ev);
-	pass("%s", name);
+	vt_pass("%s", name);
 }
 
 static void client_fill(struct ra_client *c)
@@ -868,7 +610,7 @@ static uint32_t pick_bad_rkey(const struct ra_offer *p)
 	uint32_t r = 0;
 
 	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		r = (uint32_t)(now_ms() * 2654435761u) ^ (uint32_t)getpid();
+		r = (uint32_t)(vt_now_ms() * 2654435761u) ^ (uint32_t)getpid();
 	while (r == p->rw_rkey || r == p->local_rkey || r == p->stale_rkey)
 		r = r * 1103515245u + 12345u;
 	return r;
@@ -881,27 +623,28 @@ static void client_scenario(struct ra_client *c, int sc, bool first)
 	char name[64];
 	int n, rv;
 
-	info("s%d: %s", sc, ra_scenario_names[sc]);
+	vt_info("s%d: %s", sc, ra_scenario_names[sc]);
 	client_fill(c);
 	if (!client_connect_retry(c, sc, first))
 		return;
 	if (sc == RA_S_BAD_RKEY) {
 		c->bad_rkey = pick_bad_rkey(&c->peer);
-		info("s1 uses rkey %#x", c->bad_rkey);
+		vt_info("s1 uses rkey %#x", c->bad_rkey);
 	}
 	n = build_ops(c, sc, ops);
 	rv = client_post(c, ops, n);
 	snprintf(name, sizeof(name), "s%d post %d WRs", sc, n);
-	check(!rv, name, "ibv_post_send: %s", strerror(rv));
+	vt_check(!rv, name, "ibv_post_send: %s", strerror(rv));
 	if (!rv)
 		wcs_ok = client_check_wcs(c, sc, ops, n);
 	if (sc == RA_S_VALID) {
 		if (wcs_ok)
 			client_check_s0_data(c);
 		else
-			fail("s0 data", "not checked: the WRs did not succeed");
+			vt_fail("s0 data",
+				"not checked: the WRs did not succeed");
 		if (rdma_disconnect(c->id))
-			fail("s0 rdma_disconnect", "%s", strerror(errno));
+			vt_fail("s0 rdma_disconnect", "%s", strerror(errno));
 	} else {
 		snprintf(name, sizeof(name), "s%d client QP in ERR", sc);
 		check_qp_err(name, c->id->qp, RA_QP_ERR_MS);
@@ -915,23 +658,23 @@ static int run_client(const char *host, const char *port)
 	struct ra_client c = { 0 };
 	int sc;
 
-	if (resolve(host, port, false, &c.dst))
+	if (vt_resolve(host, port, false, &c.dst))
 		return -1;
 	c.buf = aligned_alloc(4096, RA_CBUF_LEN);
 	if (!c.buf) {
-		fail("setup", "out of memory");
+		vt_fail("setup", "out of memory");
 		return -1;
 	}
 	for (sc = 0; sc < RA_NUM_SCENARIOS; sc++) {
-		if (!ms_left(run_deadline)) {
-			fail("run time", "s%d and later not run: out of time",
-			     sc);
+		if (!vt_ms_left(vt_run_deadline)) {
+			vt_fail("run time",
+				"s%d and later not run: out of time", sc);
 			break;
 		}
 		client_scenario(&c, sc, sc == 0);
 		if (sc == 0 && !c.peer.magic) {
-			fail("run", "s1..s%d not run: s0 never connected",
-			     RA_NUM_SCENARIOS - 1);
+			vt_fail("run", "s1..s%d not run: s0 never connected",
+				RA_NUM_SCENARIOS - 1);
 			break;
 		}
 	}
@@ -985,12 +728,12 @@ static int server_setup_mrs(struct ra_server *s)
 	s->local = alloc_filled(RA_LOCAL_LEN, RA_LOCAL_FILL);
 	s->stale = alloc_filled(RA_STALE_LEN, RA_STALE_FILL);
 	if (!s->target || !s->local || !s->stale) {
-		fail("setup", "out of memory");
+		vt_fail("setup", "out of memory");
 		return -1;
 	}
 	s->pd = ibv_alloc_pd(s->verbs);
 	if (!s->pd) {
-		fail("setup", "ibv_alloc_pd: %s", strerror(errno));
+		vt_fail("setup", "ibv_alloc_pd: %s", strerror(errno));
 		return -1;
 	}
 	s->mr_rw = ibv_reg_mr(s->pd, s->target, RA_TARGET_LEN, remote);
@@ -999,55 +742,34 @@ static int server_setup_mrs(struct ra_server *s)
 	/* Registered last so that no later registration reuses its index. */
 	stale = ibv_reg_mr(s->pd, s->stale, RA_STALE_LEN, remote);
 	if (!s->mr_rw || !s->mr_local || !stale) {
-		fail("setup", "ibv_reg_mr: %s", strerror(errno));
+		vt_fail("setup", "ibv_reg_mr: %s", strerror(errno));
 		return -1;
 	}
 	s->stale_rkey = stale->rkey;
 	if (ibv_dereg_mr(stale)) {
-		fail("setup", "ibv_dereg_mr: %s", strerror(errno));
+		vt_fail("setup", "ibv_dereg_mr: %s", strerror(errno));
 		return -1;
 	}
-	info("mr_rw rkey %#x, mr_local rkey %#x, stale rkey %#x",
-	     s->mr_rw->rkey, s->mr_local->rkey, s->stale_rkey);
+	vt_info("mr_rw rkey %#x, mr_local rkey %#x, stale rkey %#x",
+		s->mr_rw->rkey, s->mr_local->rkey, s->stale_rkey);
 	return 0;
 }
 
 static int server_listen(struct ra_server *s, const char *host,
 			 const char *port)
 {
-	struct sockaddr_storage ss;
-	char why[256];
-
-	if (resolve(host, port, true, &ss))
+	if (vt_bind_listener(host, port, &s->ch, &s->listen))
 		return -1;
-	s->ch = create_channel(why, sizeof(why));
-	if (!s->ch) {
-		fail("setup", "%s", why);
-		return -1;
-	}
-	/* No context: accepted ids get theirs, other ids must have none. */
-	if (rdma_create_id(s->ch, &s->listen, NULL, RDMA_PS_TCP)) {
-		fail("setup", "rdma_create_id: %s", strerror(errno));
-		return -1;
-	}
-	if (rdma_bind_addr(s->listen, (struct sockaddr *)&ss)) {
-		fail("setup", "rdma_bind_addr %s: %s", host, strerror(errno));
-		return -1;
-	}
 	s->verbs = s->listen->verbs;
-	if (!s->verbs) {
-		fail("setup", "%s is not the address of an RDMA device", host);
-		return -1;
-	}
-	info("server on %s port %s, device %s", host, port,
-	     ibv_get_device_name(s->verbs->device));
+	vt_info("server on %s port %s, device %s", host, port,
+		ibv_get_device_name(s->verbs->device));
 	if (server_setup_mrs(s))
 		return -1;
 	if (rdma_listen(s->listen, RA_NUM_SCENARIOS)) {
-		fail("setup", "rdma_listen: %s", strerror(errno));
+		vt_fail("setup", "rdma_listen: %s", strerror(errno));
 		return -1;
 	}
-	info("listening");
+	vt_info("listening");
 	return 0;
 }
 
@@ -1128,8 +850,8 @@ static int server_accept(struct ra_server *s, struct ra_conn *conn)
 		goto err;
 	return 0;
 err:
-	fail("server accept", "s%d %s: %s", conn->scenario, step,
-	     strerror(errno));
+	vt_fail("server accept", "s%d %s: %s", conn->scenario, step,
+		strerror(errno));
 	return -1;
 }
 
@@ -1148,9 +870,9 @@ static void server_request(struct ra_server *s, struct rdma_cm_event *ev)
 	if (be32toh(hello.magic) != RA_MAGIC || sc < 0 ||
 	    sc >= RA_NUM_SCENARIOS || s->conn[sc].id ||
 	    id->verbs != s->verbs) {
-		fail("server connect request", "rejected: magic %#x "
-		     "scenario %d%s", be32toh(hello.magic), sc,
-		     id->verbs != s->verbs ? " on another device" : "");
+		vt_fail("server connect request", "rejected: magic %#x "
+			"scenario %d%s", be32toh(hello.magic), sc,
+			id->verbs != s->verbs ? " on another device" : "");
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
 		return;
@@ -1158,10 +880,10 @@ static void server_request(struct ra_server *s, struct rdma_cm_event *ev)
 	conn = &s->conn[sc];
 	conn->id = id;
 	conn->scenario = sc;
-	conn->accepted = now_ms();
-	conn->deadline = deadline_in(RA_SERVER_CONN_MS);
+	conn->accepted = vt_now_ms();
+	conn->deadline = vt_deadline_in(RA_SERVER_CONN_MS);
 	id->context = conn;
-	info("server s%d: connection request", sc);
+	vt_info("server s%d: connection request", sc);
 	if (server_accept(s, conn)) {
 		rdma_reject(id, NULL, 0);
 		conn_free(conn);
@@ -1183,10 +905,10 @@ static void server_check_target(struct ra_server *s, int sc)
 
 	if (sc == RA_S_VALID) {
 		off = find_not_s0(s->target);
-		check(off < 0, "server s0 target[0, 4096) holds the WRITE",
-		      "byte %ld is %#x, expected %#x", off,
-		      off < 0 ? 0 : s->target[off],
-		      off < 0 ? 0 : s0_byte(off));
+		vt_check(off < 0, "server s0 target[0, 4096) holds the WRITE",
+			 "byte %ld is %#x, expected %#x", off,
+			 off < 0 ? 0 : s->target[off],
+			 off < 0 ? 0 : s0_byte(off));
 		memset(s->target, RA_TARGET_FILL, RA_S0_LEN);
 		start = RA_S0_LEN;
 		snprintf(name, sizeof(name), "server s0 rest of target "
@@ -1201,8 +923,8 @@ static void server_check_target(struct ra_server *s, int sc)
 		       RA_TARGET_FILL);
 	if (off >= 0)
 		off += start;
-	check(off < 0, name, "byte %ld is %#x", off,
-	      off < 0 ? 0 : s->target[off]);
+	vt_check(off < 0, name, "byte %ld is %#x", off,
+		 off < 0 ? 0 : s->target[off]);
 	memset(s->target + start, RA_TARGET_FILL, RA_TARGET_LEN - start);
 }
 
@@ -1220,14 +942,14 @@ static void server_check(struct ra_server *s, struct ra_conn *conn)
 
 	got = ibv_poll_cq(conn->cq, 1, &wc);
 	snprintf(name, sizeof(name), "server s%d no completions", sc);
-	check(got == 0, name, "wr_id %llu status %s",
-	      (unsigned long long)wc.wr_id,
-	      got > 0 ? wc_status_name(wc.status) : "poll error");
+	vt_check(got == 0, name, "wr_id %llu status %s",
+		 (unsigned long long)wc.wr_id,
+		 got > 0 ? wc_status_name(wc.status) : "poll error");
 
 	off = find_not(s->local, RA_LOCAL_LEN, RA_LOCAL_FILL);
 	snprintf(name, sizeof(name), "server s%d mr_local unchanged", sc);
-	check(off < 0, name, "byte %ld is %#x", off,
-	      off < 0 ? 0 : s->local[off]);
+	vt_check(off < 0, name, "byte %ld is %#x", off,
+		 off < 0 ? 0 : s->local[off]);
 	memset(s->local, RA_LOCAL_FILL, RA_LOCAL_LEN);
 
 	server_check_target(s, sc);
@@ -1247,24 +969,25 @@ static void server_conn_event(struct ra_server *s, struct ra_conn *conn,
 	switch (type) {
 	case RDMA_CM_EVENT_ESTABLISHED:
 		conn->established = true;
-		pass("%s", name);
+		vt_pass("%s", name);
 		return;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		if (!conn->established)
-			fail(name, "DISCONNECTED before ESTABLISHED");
-		pass("server s%d DISCONNECTED", sc);
+			vt_fail(name, "DISCONNECTED before ESTABLISHED");
+		vt_pass("server s%d DISCONNECTED", sc);
 		if (sc != RA_S_VALID)
-			info("server s%d DISCONNECTED status %d", sc, status);
+			vt_info("server s%d DISCONNECTED status %d", sc,
+				status);
 		server_check(s, conn);
 		break;
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		fail(name, "%s, status %d", rdma_event_str(type), status);
+		vt_fail(name, "%s, status %d", rdma_event_str(type), status);
 		break;
 	default:
-		info("server s%d: ignoring %s", sc, rdma_event_str(type));
+		vt_info("server s%d: ignoring %s", sc, rdma_event_str(type));
 		return;
 	}
 	conn_free(conn);
@@ -1284,7 +1007,7 @@ static bool server_all_done(const struct ra_server *s)
 /* The earliest deadline: the run's or a connection's. */
 static long long server_next_deadline(struct ra_server *s)
 {
-	long long d = run_deadline;
+	long long d = vt_run_deadline;
 	int i;
 
 	for (i = 0; i < RA_NUM_SCENARIOS; i++)
@@ -1296,7 +1019,7 @@ static long long server_next_deadline(struct ra_server *s)
 /* Give up on connections that did not end in time. */
 static void server_expire(struct ra_server *s)
 {
-	long long now = now_ms();
+	long long now = vt_now_ms();
 	char name[64];
 	int i;
 
@@ -1307,8 +1030,8 @@ static void server_expire(struct ra_server *s)
 			continue;
 		snprintf(name, sizeof(name), "server s%d %s", i,
 			 conn->established ? "DISCONNECTED" : "established");
-		fail(name, "not within %lld ms of the connection request",
-		     now - conn->accepted);
+		vt_fail(name, "not within %lld ms of the connection request",
+			now - conn->accepted);
 		rdma_disconnect(conn->id);
 		conn_free(conn);
 		s->done[i] = true;
@@ -1320,15 +1043,15 @@ static void server_loop(struct ra_server *s)
 	struct rdma_cm_event *ev;
 	int i, rv;
 
-	while (!server_all_done(s) && ms_left(run_deadline)) {
-		rv = cm_get(s->ch, server_next_deadline(s), &ev);
+	while (!server_all_done(s) && vt_ms_left(vt_run_deadline)) {
+		rv = vt_cm_get(s->ch, server_next_deadline(s), &ev);
 		if (rv == -ETIMEDOUT) {
 			server_expire(s);
 			continue;
 		}
 		if (rv) {
-			fail("server events", "rdma_get_cm_event: %s",
-			     strerror(-rv));
+			vt_fail("server events", "rdma_get_cm_event: %s",
+				strerror(-rv));
 			break;
 		}
 		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -1339,19 +1062,19 @@ static void server_loop(struct ra_server *s)
 			enum rdma_cm_event_type type = ev->event;
 
 			rdma_ack_cm_event(ev);
-			fail("server events", "%s on the listening id",
-			     rdma_event_str(type));
+			vt_fail("server events", "%s on the listening id",
+				rdma_event_str(type));
 			if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
 				break;
 		}
 	}
 	for (i = 0; i < RA_NUM_SCENARIOS; i++) {
 		if (s->conn[i].id) {
-			fail("server run time", "s%d still connected", i);
+			vt_fail("server run time", "s%d still connected", i);
 			rdma_disconnect(s->conn[i].id);
 			conn_free(&s->conn[i]);
 		} else if (!s->done[i]) {
-			fail("server run time", "no connection for s%d", i);
+			vt_fail("server run time", "no connection for s%d", i);
 		}
 	}
 }
@@ -1368,74 +1091,15 @@ static int run_server(const char *host, const char *port)
 
 /* ---- main ---------------------------------------------------------------- */
 
-/* Last resort if a verb blocks past the run's deadline (teardown, say). */
-static void watchdog(int sig)
-{
-	static const char msg[] = "FAIL watchdog: still running 5 s after "
-				  "the run's deadline, stuck in a call\n";
-
-	(void)sig;
-	if (write(STDOUT_FILENO, msg, sizeof(msg) - 1) < 0)
-		_exit(3);
-	_exit(1);
-}
-
-static void usage(const char *prog)
-{
-	fprintf(stderr,
-		"usage: %s -s BIND_ADDR [-p PORT] [-t SECS]   (server)\n"
-		"       %s -c SERVER_ADDR [-p PORT] [-t SECS] (client)\n"
-		"  -p PORT  TCP port (default %s)\n"
-		"  -t SECS  bound on the whole run (default: client %d, "
-		"server %d)\n", prog, prog, RA_DEFAULT_PORT, RA_CLIENT_SECS,
-		RA_SERVER_SECS);
-}
-
 int main(int argc, char **argv)
 {
-	const char *port = RA_DEFAULT_PORT, *addr = NULL;
-	int opt, secs = 0;
-	bool server = false;
+	static const struct vt_prog prog = {
+		.port = RA_DEFAULT_PORT,
+		.client_secs = RA_CLIENT_SECS,
+		.server_secs = RA_SERVER_SECS,
+		.run_client = run_client,
+		.run_server = run_server,
+	};
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "s:c:p:t:h")) != -1) {
-		switch (opt) {
-		case 's':
-		case 'c':
-			if (addr) {
-				usage(argv[0]);
-				return 2;
-			}
-			server = opt == 's';
-			addr = optarg;
-			break;
-		case 'p':
-			port = optarg;
-			break;
-		case 't':
-			secs = atoi(optarg);
-			break;
-		default:
-			usage(argv[0]);
-			return 2;
-		}
-	}
-	if (!addr || optind != argc || secs < 0) {
-		usage(argv[0]);
-		return 2;
-	}
-	if (!secs)
-		secs = server ? RA_SERVER_SECS : RA_CLIENT_SECS;
-	run_deadline = now_ms() + secs * 1000LL;
-	signal(SIGALRM, watchdog);
-	alarm(secs + 5);
-
-	if (server)
-		run_server(addr, port);
-	else
-		run_client(addr, port);
-	if (!passed && !failed)
-		fail("run", "no check ran");
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return vt_main(argc, argv, &prog);
 }

@@ -66,7 +66,6 @@
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -77,6 +76,8 @@
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+
+#include "viw_test.h"
 
 #define SM_MAGIC		0x7669776d	/* "viwm" */
 #define SM_DEFAULT_PORT		"7490"
@@ -90,76 +91,9 @@
 #define SM_QUIET_MS		2000	/* no second DISCONNECTED in this time */
 #define SM_PROMPT_MS		1000	/* a flush "at once" */
 
-static int passed, failed;
-static long long run_deadline;
 static volatile sig_atomic_t go;
 
-static void pass(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void check(bool ok, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void pass(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("PASS ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	passed++;
-}
-
-static void fail(const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("FAIL %s: ", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	failed++;
-}
-
-static void info(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("INFO ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-}
-
-static void check(bool ok, const char *name, const char *fmt, ...)
-{
-	char detail[512];
-	va_list ap;
-
-	if (ok) {
-		pass("%s", name);
-		return;
-	}
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	fail(name, "%s", detail);
-}
-
 /* ---- time ---------------------------------------------------------------- */
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
 
 static long long real_ms(void)
 {
@@ -167,20 +101,6 @@ static long long real_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
-static long long deadline_in(int ms)
-{
-	long long d = now_ms() + ms;
-
-	return d < run_deadline ? d : run_deadline;
-}
-
-static int ms_left(long long deadline)
-{
-	long long left = deadline - now_ms();
-
-	return left > 0 ? (int)left : 0;
 }
 
 static void on_usr1(int sig)
@@ -192,10 +112,10 @@ static void on_usr1(int sig)
 /* Wait for SIGUSR1 from the script; false after @ms. */
 static bool wait_go(int ms)
 {
-	long long end = deadline_in(ms);
+	long long end = vt_deadline_in(ms);
 
 	while (!go) {
-		if (!ms_left(end))
+		if (!vt_ms_left(end))
 			return false;
 		usleep(10000);
 	}
@@ -211,36 +131,12 @@ static void marker(const char *what)
 
 /* ---- verbs helpers ------------------------------------------------------- */
 
-static const char *qp_state_str(int state)
-{
-	static const char *const names[] = {
-		[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT",
-		[IBV_QPS_RTR] = "RTR", [IBV_QPS_RTS] = "RTS",
-		[IBV_QPS_SQD] = "SQD", [IBV_QPS_SQE] = "SQE",
-		[IBV_QPS_ERR] = "ERR",
-	};
-
-	if (state >= 0 && state < (int)(sizeof(names) / sizeof(names[0])) &&
-	    names[state])
-		return names[state];
-	return state < 0 ? strerror(-state) : "?";
-}
-
-static int qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_init_attr init;
-	struct ibv_qp_attr attr;
-	int rv = ibv_query_qp(qp, &attr, IBV_QP_STATE, &init);
-
-	return rv ? -rv : (int)attr.qp_state;
-}
-
 static void check_qp_state(const char *name, struct ibv_qp *qp, int want)
 {
-	int state = qp_state(qp);
+	int state = vt_qp_state(qp);
 
-	check(state == want, name, "QP in %s, expected %s",
-	      qp_state_str(state), qp_state_str(want));
+	vt_check(state == want, name, "QP in %s, expected %s",
+		 vt_qp_state_str(state), vt_qp_state_str(want));
 }
 
 static int modify_err(struct ibv_qp *qp)
@@ -248,29 +144,6 @@ static int modify_err(struct ibv_qp *qp)
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
 
 	return ibv_modify_qp(qp, &attr, IBV_QP_STATE);
-}
-
-/* Poll until @n completions or @deadline; how many came (no sleeping if
- * @deadline is 0: one pass until the CQ is empty). */
-static int poll_cq_until(struct ibv_cq *cq, struct ibv_wc *wc, int n,
-			 long long deadline)
-{
-	int got = 0;
-
-	while (got < n) {
-		int rv = ibv_poll_cq(cq, n - got > 64 ? 64 : n - got,
-				     wc + got);
-
-		if (rv < 0)
-			return got;
-		got += rv;
-		if (!rv) {
-			if (now_ms() >= deadline)
-				break;
-			usleep(1000);
-		}
-	}
-	return got;
 }
 
 static int post_recv(struct ibv_qp *qp, struct ibv_mr *mr, uint64_t wr_id,
@@ -313,44 +186,44 @@ static bool check_flushed(const char *name, const struct ibv_wc *wc, int n,
 	int i, r = 0, s = 0;
 
 	if (n != nr + ns) {
-		fail(name, "%d completions, expected %d (%d recv + %d send)",
-		     n, nr + ns, nr, ns);
+		vt_fail(name, "%d completions, expected %d (%d recv + %d send)",
+			n, nr + ns, nr, ns);
 		return false;
 	}
 	for (i = 0; i < n; i++) {
 		if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
-			fail(name, "completion %d wr_id %llu: %s, expected "
-			     "WR_FLUSH_ERR", i,
-			     (unsigned long long)wc[i].wr_id,
-			     ibv_wc_status_str(wc[i].status));
+			vt_fail(name, "completion %d wr_id %llu: %s, expected "
+				"WR_FLUSH_ERR", i,
+				(unsigned long long)wc[i].wr_id,
+				ibv_wc_status_str(wc[i].status));
 			return false;
 		}
 		if (nr && wc[i].wr_id >= rbase && wc[i].wr_id < rbase + nr) {
 			if (wc[i].wr_id != rbase + r) {
-				fail(name, "completion %d: recv wr_id %llu, "
-				     "expected %llu (out of order)", i,
-				     (unsigned long long)wc[i].wr_id,
-				     (unsigned long long)(rbase + r));
+				vt_fail(name, "completion %d: recv wr_id %llu, "
+					"expected %llu (out of order)", i,
+					(unsigned long long)wc[i].wr_id,
+					(unsigned long long)(rbase + r));
 				return false;
 			}
 			r++;
 		} else if (ns && wc[i].wr_id >= sbase &&
 			   wc[i].wr_id < sbase + ns) {
 			if (wc[i].wr_id != sbase + s) {
-				fail(name, "completion %d: send wr_id %llu, "
-				     "expected %llu (out of order)", i,
-				     (unsigned long long)wc[i].wr_id,
-				     (unsigned long long)(sbase + s));
+				vt_fail(name, "completion %d: send wr_id %llu, "
+					"expected %llu (out of order)", i,
+					(unsigned long long)wc[i].wr_id,
+					(unsigned long long)(sbase + s));
 				return false;
 			}
 			s++;
 		} else {
-			fail(name, "completion %d: unexpected wr_id %llu", i,
-			     (unsigned long long)wc[i].wr_id);
+			vt_fail(name, "completion %d: unexpected wr_id %llu", i,
+				(unsigned long long)wc[i].wr_id);
 			return false;
 		}
 	}
-	pass("%s", name);
+	vt_pass("%s", name);
 	return true;
 }
 
@@ -358,7 +231,7 @@ static bool check_flushed(const char *name, const struct ibv_wc *wc, int n,
 static bool wait_async(struct ibv_context *ctx, enum ibv_event_type type,
 		       int ms)
 {
-	long long end = deadline_in(ms);
+	long long end = vt_deadline_in(ms);
 	struct ibv_async_event ev;
 	int flags = fcntl(ctx->async_fd, F_GETFL);
 
@@ -370,14 +243,14 @@ static bool wait_async(struct ibv_context *ctx, enum ibv_event_type type,
 			enum ibv_event_type t = ev.event_type;
 
 			ibv_ack_async_event(&ev);
-			info("async event %s", ibv_event_type_str(t));
+			vt_info("async event %s", ibv_event_type_str(t));
 			if (t == type)
 				return true;
 			continue;
 		}
-		if (!ms_left(end))
+		if (!vt_ms_left(end))
 			return false;
-		poll(&pfd, 1, ms_left(end) < 100 ? ms_left(end) : 100);
+		poll(&pfd, 1, vt_ms_left(end) < 100 ? vt_ms_left(end) : 100);
 	}
 }
 
@@ -424,7 +297,7 @@ static void record(struct conn *c, struct rdma_cm_event *ev)
 
 	if (!strncmp(name, "RDMA_CM_EVENT_", 14))
 		name += 14;
-	printf("EVENT %s +%lld %s status %d\n", c->side, now_ms() - c->t0,
+	printf("EVENT %s +%lld %s status %d\n", c->side, vt_now_ms() - c->t0,
 	       name, ev->status);
 	snprintf(c->seq + len, sizeof(c->seq) - len, "%s%s", len ? " " : "",
 		 name);
@@ -434,26 +307,20 @@ static void record(struct conn *c, struct rdma_cm_event *ev)
 	if (ev->event == RDMA_CM_EVENT_DISCONNECTED) {
 		c->n_disc++;
 		c->disc_status = ev->status;
-		c->t_disc = now_ms();
+		c->t_disc = vt_now_ms();
 	}
 }
 
+/* The address, a failure reported as FAIL setup; 0 or -1. */
 static int resolve(const char *host, const char *port, bool passive,
 		   struct sockaddr_storage *ss)
 {
-	struct addrinfo hints = {
-		.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-		.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0),
-	};
-	struct addrinfo *res;
-	int rv = getaddrinfo(host, port, &hints, &res);
+	int rv = vt_getaddr(host, port, passive, ss);
 
 	if (rv) {
-		fail("setup", "getaddrinfo %s: %s", host, gai_strerror(rv));
+		vt_fail("setup", "getaddrinfo %s: %s", host, gai_strerror(rv));
 		return -1;
 	}
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
 	return 0;
 }
 
@@ -463,7 +330,8 @@ static int make_channel(struct conn *c)
 
 	c->ch = rdma_create_event_channel();
 	if (!c->ch) {
-		fail("setup", "rdma_create_event_channel: %s", strerror(errno));
+		vt_fail("setup", "rdma_create_event_channel: %s",
+			strerror(errno));
 		return -1;
 	}
 	flags = fcntl(c->ch->fd, F_GETFL);
@@ -481,21 +349,10 @@ static int next_event(struct conn *c, long long deadline,
 		      struct rdma_cm_event **req)
 {
 	struct rdma_cm_event *ev;
+	int rv = vt_cm_get(c->ch, deadline, &ev);
 
-	for (;;) {
-		struct pollfd pfd = { .fd = c->ch->fd, .events = POLLIN };
-		int ms;
-
-		if (!rdma_get_cm_event(c->ch, &ev))
-			break;
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			return -errno;
-		ms = ms_left(deadline);
-		if (!ms)
-			return -ETIMEDOUT;
-		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
-			return -errno;
-	}
+	if (rv)
+		return rv;
 	record(c, ev);
 	*type = ev->event;
 	if (ev->event == RDMA_CM_EVENT_ESTABLISHED &&
@@ -522,17 +379,17 @@ static bool expect_event(struct conn *c, enum rdma_cm_event_type want, int ms,
 			 const char *name)
 {
 	enum rdma_cm_event_type type;
-	long long start = now_ms();
-	int rv = next_event(c, deadline_in(ms), &type, NULL);
+	long long start = vt_now_ms();
+	int rv = next_event(c, vt_deadline_in(ms), &type, NULL);
 
 	if (rv) {
-		fail(name, "no %s within %lld ms: %s", rdma_event_str(want),
-		     now_ms() - start, strerror(-rv));
+		vt_fail(name, "no %s within %lld ms: %s", rdma_event_str(want),
+			vt_now_ms() - start, strerror(-rv));
 		return false;
 	}
 	if (type != want) {
-		fail(name, "got %s, expected %s", rdma_event_str(type),
-		     rdma_event_str(want));
+		vt_fail(name, "got %s, expected %s", rdma_event_str(type),
+			rdma_event_str(want));
 		return false;
 	}
 	return true;
@@ -541,42 +398,42 @@ static bool expect_event(struct conn *c, enum rdma_cm_event_type want, int ms,
 /* Wait up to @ms for the first DISCONNECTED; logs any other event. */
 static bool wait_disconnected(struct conn *c, int ms, const char *name)
 {
-	long long end = deadline_in(ms), start = now_ms();
+	long long end = vt_deadline_in(ms), start = vt_now_ms();
 	enum rdma_cm_event_type type;
 
 	while (!c->n_disc) {
 		int rv = next_event(c, end, &type, NULL);
 
 		if (rv) {
-			fail(name, "no DISCONNECTED within %lld ms (%s); "
-			     "events: %s", now_ms() - start, strerror(-rv),
-			     c->seq);
+			vt_fail(name, "no DISCONNECTED within %lld ms (%s); "
+				"events: %s", vt_now_ms() - start,
+				strerror(-rv), c->seq);
 			return false;
 		}
 		if (type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
-			fail(name, "DEVICE_REMOVAL; events: %s", c->seq);
+			vt_fail(name, "DEVICE_REMOVAL; events: %s", c->seq);
 			return false;
 		}
 	}
-	pass("%s", name);
+	vt_pass("%s", name);
 	return true;
 }
 
 /* No further event within @ms; then the sequence must be @want. */
 static void check_quiet_and_seq(struct conn *c, int ms, const char *want)
 {
-	long long end = deadline_in(ms);
+	long long end = vt_deadline_in(ms);
 	enum rdma_cm_event_type type;
 	char name[96];
 
 	while (!next_event(c, end, &type, NULL))
 		;
 	snprintf(name, sizeof(name), "%s exactly one DISCONNECTED", c->side);
-	check(c->n_disc == 1, name, "%d DISCONNECTED; events: %s", c->n_disc,
-	      c->seq);
+	vt_check(c->n_disc == 1, name, "%d DISCONNECTED; events: %s", c->n_disc,
+		 c->seq);
 	snprintf(name, sizeof(name), "%s event sequence", c->side);
-	check(!strcmp(c->seq, want), name, "got \"%s\", expected \"%s\"",
-	      c->seq, want);
+	vt_check(!strcmp(c->seq, want), name, "got \"%s\", expected \"%s\"",
+		 c->seq, want);
 }
 
 static int alloc_res(struct conn *c, struct ibv_context *verbs)
@@ -599,7 +456,7 @@ static int alloc_res(struct conn *c, struct ibv_context *verbs)
 		goto err;
 	return 0;
 err:
-	fail("setup", "PD/MR/CQ: %s", strerror(errno));
+	vt_fail("setup", "PD/MR/CQ: %s", strerror(errno));
 	return -1;
 }
 
@@ -616,7 +473,7 @@ static int create_qp(struct conn *c, struct rdma_cm_id *id)
 	};
 
 	if (rdma_create_qp(id, c->pd, &attr)) {
-		fail("setup", "rdma_create_qp: %s", strerror(errno));
+		vt_fail("setup", "rdma_create_qp: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -653,19 +510,19 @@ static int client_prepare(struct conn *c)
 	if (make_channel(c))
 		return -1;
 	if (rdma_create_id(c->ch, &c->id, c, RDMA_PS_TCP)) {
-		fail("setup", "rdma_create_id: %s", strerror(errno));
+		vt_fail("setup", "rdma_create_id: %s", strerror(errno));
 		return -1;
 	}
 	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&c->addr,
 			      2000)) {
-		fail("setup", "rdma_resolve_addr: %s", strerror(errno));
+		vt_fail("setup", "rdma_resolve_addr: %s", strerror(errno));
 		return -1;
 	}
 	if (!expect_event(c, RDMA_CM_EVENT_ADDR_RESOLVED, SM_EVENT_MS,
 			  "client address resolved"))
 		return -1;
 	if (rdma_resolve_route(c->id, 2000)) {
-		fail("setup", "rdma_resolve_route: %s", strerror(errno));
+		vt_fail("setup", "rdma_resolve_route: %s", strerror(errno));
 		return -1;
 	}
 	if (!expect_event(c, RDMA_CM_EVENT_ROUTE_RESOLVED, SM_EVENT_MS,
@@ -682,7 +539,7 @@ static int client_prepare(struct conn *c)
  */
 static bool client_connect(struct conn *c, int nrecv, uint64_t rbase)
 {
-	long long retry_end = deadline_in(SM_RETRY_MS);
+	long long retry_end = vt_deadline_in(SM_RETRY_MS);
 	struct rdma_conn_param param = {
 		.responder_resources = 4, .initiator_depth = 4,
 	};
@@ -692,34 +549,35 @@ static bool client_connect(struct conn *c, int nrecv, uint64_t rbase)
 	for (;;) {
 		c->seq[0] = 0;
 		c->n_events = 0;
-		c->t0 = now_ms();
+		c->t0 = vt_now_ms();
 		if (client_prepare(c))
 			return false;
 		for (i = 0; i < nrecv; i++)
 			if (post_recv(c->id->qp, c->mr, rbase + i,
 				      SM_MSG_LEN * i)) {
-				fail("client post recv", "%s", strerror(errno));
+				vt_fail("client post recv", "%s",
+					strerror(errno));
 				return false;
 			}
 		if (rdma_connect(c->id, &param)) {
-			fail("client connect", "rdma_connect: %s",
-			     strerror(errno));
+			vt_fail("client connect", "rdma_connect: %s",
+				strerror(errno));
 			return false;
 		}
 		marker("CONNECTING");
-		rv = next_event(c, deadline_in(SM_CONNECT_MS), &type, NULL);
+		rv = next_event(c, vt_deadline_in(SM_CONNECT_MS), &type, NULL);
 		if (!rv && type == RDMA_CM_EVENT_ESTABLISHED) {
-			pass("client connect");
+			vt_pass("client connect");
 			return true;
 		}
 		if (rv || type != RDMA_CM_EVENT_REJECTED ||
-		    now_ms() >= retry_end) {
-			fail("client connect", "%s; events: %s",
-			     rv ? strerror(-rv) : rdma_event_str(type),
-			     c->seq);
+		    vt_now_ms() >= retry_end) {
+			vt_fail("client connect", "%s; events: %s",
+				rv ? strerror(-rv) : rdma_event_str(type),
+				c->seq);
 			return false;
 		}
-		info("connection refused; retrying");
+		vt_info("connection refused; retrying");
 		conn_close(c);
 		usleep(200000);
 	}
@@ -732,26 +590,26 @@ static struct rdma_cm_event *server_wait_request(struct conn *c)
 	enum rdma_cm_event_type type;
 	int rv;
 
-	c->t0 = now_ms();
+	c->t0 = vt_now_ms();
 	if (make_channel(c))
 		return NULL;
 	if (rdma_create_id(c->ch, &c->listen, c, RDMA_PS_TCP) ||
 	    rdma_bind_addr(c->listen, (struct sockaddr *)&c->addr) ||
 	    rdma_listen(c->listen, 4)) {
-		fail("setup", "listen: %s", strerror(errno));
+		vt_fail("setup", "listen: %s", strerror(errno));
 		return NULL;
 	}
 	if (!c->listen->verbs) {
-		fail("setup", "the bind address is not an RDMA device's");
+		vt_fail("setup", "the bind address is not an RDMA device's");
 		return NULL;
 	}
 	if (alloc_res(c, c->listen->verbs))
 		return NULL;
 	marker("LISTENING");
-	rv = next_event(c, deadline_in(20000), &type, &req);
+	rv = next_event(c, vt_deadline_in(20000), &type, &req);
 	if (rv || type != RDMA_CM_EVENT_CONNECT_REQUEST) {
-		fail("server connect request", "%s; events: %s",
-		     rv ? strerror(-rv) : rdma_event_str(type), c->seq);
+		vt_fail("server connect request", "%s; events: %s",
+			rv ? strerror(-rv) : rdma_event_str(type), c->seq);
 		return NULL;
 	}
 	c->id = req->id;
@@ -789,11 +647,11 @@ static bool server_connect(struct conn *c, int nrecv, uint64_t rbase,
 		return false;
 	for (i = 0; i < nrecv; i++)
 		if (post_recv(c->id->qp, c->mr, rbase + i, SM_MSG_LEN * i)) {
-			fail("server post recv", "%s", strerror(errno));
+			vt_fail("server post recv", "%s", strerror(errno));
 			return false;
 		}
 	if (server_accept(c, sync_in)) {
-		fail("server accept", "rdma_accept: %s", strerror(errno));
+		vt_fail("server accept", "rdma_accept: %s", strerror(errno));
 		return false;
 	}
 	return expect_event(c, RDMA_CM_EVENT_ESTABLISHED, SM_CONNECT_MS,
@@ -816,29 +674,29 @@ static void check_after_close(struct conn *c, int nrecv, uint64_t rbase,
 	snprintf(name, sizeof(name), "%s QP in ERR after DISCONNECTED",
 		 c->side);
 	check_qp_state(name, c->id->qp, IBV_QPS_ERR);
-	n = poll_cq_until(c->cq, wc, nrecv + nsend, deadline_in(500));
+	n = vt_poll_cq_until(c->cq, wc, nrecv + nsend, vt_deadline_in(500));
 	if (n == nrecv + nsend)
-		n += poll_cq_until(c->cq, wc + n, 1, 0);	/* extras? */
+		n += vt_poll_cq_until(c->cq, wc + n, 1, 0);	/* extras? */
 	snprintf(name, sizeof(name), "%s outstanding WRs flushed in order",
 		 c->side);
 	check_flushed(name, wc, n, rbase, nrecv, sbase, nsend);
 
 	/* Posting in ERROR, and the drain marker. */
-	t = now_ms();
+	t = vt_now_ms();
 	snprintf(name, sizeof(name), "%s send posted after close flushed",
 		 c->side);
 	if (post_send(c->id->qp, c->mr, 9000, true)) {
-		fail(name, "ibv_post_send: %s", strerror(errno));
+		vt_fail(name, "ibv_post_send: %s", strerror(errno));
 		return;
 	}
-	n = poll_cq_until(c->cq, wc, 1, deadline_in(SM_PROMPT_MS));
+	n = vt_poll_cq_until(c->cq, wc, 1, vt_deadline_in(SM_PROMPT_MS));
 	if (n == 1 && wc[0].wr_id == 9000 &&
 	    wc[0].status == IBV_WC_WR_FLUSH_ERR)
-		pass("%s (%lld ms)", name, now_ms() - t);
+		vt_pass("%s (%lld ms)", name, vt_now_ms() - t);
 	else
-		fail(name, "%d completions in %d ms%s%s", n, SM_PROMPT_MS,
-		     n ? ", status " : "",
-		     n ? ibv_wc_status_str(wc[0].status) : "");
+		vt_fail(name, "%d completions in %d ms%s%s", n, SM_PROMPT_MS,
+			n ? ", status " : "",
+			n ? ibv_wc_status_str(wc[0].status) : "");
 }
 
 /* ---- scenarios ------------------------------------------------------------ */
@@ -857,67 +715,69 @@ static void sc_flush(struct conn *c)
 	if (client_prepare(c))
 		return;
 	qp = c->id->qp;
-	state = qp_state(qp);
-	info("QP after rdma_create_qp: %s", qp_state_str(state));
+	state = vt_qp_state(qp);
+	vt_info("QP after rdma_create_qp: %s", vt_qp_state_str(state));
 	for (i = 0; i < 8; i++) {
 		rv = post_recv(qp, c->mr, 1000 + i, SM_MSG_LEN * i);
 		rv = rv ? rv : post_send(qp, c->mr, 2000 + i, i % 2 == 0);
 		if (rv) {
-			fail("flush post", "%s", strerror(rv));
+			vt_fail("flush post", "%s", strerror(rv));
 			return;
 		}
 	}
 	n = ibv_poll_cq(c->cq, 64, wc);
-	check(n == 0, "flush nothing completes before ERR", "%d completions",
-	      n);
+	vt_check(n == 0, "flush nothing completes before ERR", "%d completions",
+		 n);
 	if (modify_err(qp)) {
-		fail("flush modify_qp(ERR)", "%s", strerror(errno));
+		vt_fail("flush modify_qp(ERR)", "%s", strerror(errno));
 		return;
 	}
 	/* No waiting: the flush happened inside modify_qp. */
-	n = poll_cq_until(c->cq, wc, 64, 0);
+	n = vt_poll_cq_until(c->cq, wc, 64, 0);
 	check_flushed("flush 8 recv + 8 send (4 unsignaled) flushed before "
 		      "modify_qp returned", wc, n, 1000, 8, 2000, 8);
 	check_qp_state("flush QP in ERR", qp, IBV_QPS_ERR);
 
 	/* Posts in ERROR complete at once, unsignaled too. */
-	t = now_ms();
+	t = vt_now_ms();
 	rv = post_send(qp, c->mr, 3000, false);
 	rv = rv ? rv : post_recv(qp, c->mr, 3001, 0);
 	if (rv) {
-		fail("flush post in ERR", "%s", strerror(rv));
+		vt_fail("flush post in ERR", "%s", strerror(rv));
 		return;
 	}
-	n = poll_cq_until(c->cq, wc, 2, deadline_in(SM_PROMPT_MS));
-	n += poll_cq_until(c->cq, wc + n, 1, 0);
+	n = vt_poll_cq_until(c->cq, wc, 2, vt_deadline_in(SM_PROMPT_MS));
+	n += vt_poll_cq_until(c->cq, wc + n, 1, 0);
 	if (n == 2 && wc[0].status == IBV_WC_WR_FLUSH_ERR &&
 	    wc[1].status == IBV_WC_WR_FLUSH_ERR &&
 	    ((wc[0].wr_id == 3000 && wc[1].wr_id == 3001) ||
 	     (wc[0].wr_id == 3001 && wc[1].wr_id == 3000)))
-		pass("flush posts in ERR complete at once (%lld ms)",
-		     now_ms() - t);
+		vt_pass("flush posts in ERR complete at once (%lld ms)",
+			vt_now_ms() - t);
 	else
-		fail("flush posts in ERR complete at once", "%d completions "
-		     "within %d ms (expected unsignaled send 3000 and recv "
-		     "3001, FLUSH_ERR)", n, SM_PROMPT_MS);
+		vt_fail("flush posts in ERR complete at once", "%d completions "
+			"within %d ms (expected unsignaled send 3000 and recv "
+			"3001, FLUSH_ERR)", n, SM_PROMPT_MS);
 
 	/* The drain marker. */
 	for (i = 0; i < 3; i++) {
 		rv = post_send(qp, c->mr, 4000 + i, true);
 		if (rv)
 			break;
-		n = poll_cq_until(c->cq, wc, 1, deadline_in(SM_PROMPT_MS));
+		n = vt_poll_cq_until(c->cq, wc, 1,
+				     vt_deadline_in(SM_PROMPT_MS));
 		if (n != 1 || wc[0].wr_id != 4000u + i ||
 		    wc[0].status != IBV_WC_WR_FLUSH_ERR)
 			break;
 	}
-	check(i == 3, "flush drain marker completes (3 rounds)",
-	      "round %d: %s", i, rv ? strerror(rv) : "no FLUSH_ERR completion");
+	vt_check(i == 3, "flush drain marker completes (3 rounds)",
+		 "round %d: %s", i,
+		 rv ? strerror(rv) : "no FLUSH_ERR completion");
 
 	/* A QP on an SRQ: LAST_WQE_REACHED. */
 	c->srq = ibv_create_srq(c->pd, &sattr);
 	if (!c->srq) {
-		fail("flush srq", "ibv_create_srq: %s", strerror(errno));
+		vt_fail("flush srq", "ibv_create_srq: %s", strerror(errno));
 		return;
 	}
 	qattr.send_cq = c->cq;
@@ -927,7 +787,8 @@ static void sc_flush(struct conn *c)
 	qattr.cap.max_send_sge = 1;
 	sqp = ibv_create_qp(c->pd, &qattr);
 	if (!sqp) {
-		fail("flush srq", "ibv_create_qp on SRQ: %s", strerror(errno));
+		vt_fail("flush srq", "ibv_create_qp on SRQ: %s",
+			strerror(errno));
 		goto out_srq;
 	}
 	{
@@ -936,15 +797,15 @@ static void sc_flush(struct conn *c)
 
 		if (ibv_modify_qp(sqp, &a, IBV_QP_STATE | IBV_QP_PORT |
 				  IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS))
-			info("srq QP to INIT: %s", strerror(errno));
+			vt_info("srq QP to INIT: %s", strerror(errno));
 	}
 	if (modify_err(sqp))
-		fail("flush srq modify_qp(ERR)", "%s", strerror(errno));
+		vt_fail("flush srq modify_qp(ERR)", "%s", strerror(errno));
 	else
-		check(wait_async(c->id->verbs, IBV_EVENT_QP_LAST_WQE_REACHED,
-				 2000),
-		      "flush SRQ QP gets IBV_EVENT_QP_LAST_WQE_REACHED",
-		      "not within 2 s");
+		vt_check(wait_async(c->id->verbs, IBV_EVENT_QP_LAST_WQE_REACHED,
+				    2000),
+			 "flush SRQ QP gets IBV_EVENT_QP_LAST_WQE_REACHED",
+			 "not within 2 s");
 	ibv_destroy_qp(sqp);
 out_srq:
 	ibv_destroy_srq(c->srq);
@@ -978,8 +839,8 @@ static void sc_flush_many(struct conn *c)
 			};
 		}
 		if (ibv_post_recv(c->id->qp, rwr, &rbad)) {
-			fail("flush-many post recv", "at %d: %s", i,
-			     strerror(errno));
+			vt_fail("flush-many post recv", "at %d: %s", i,
+				strerror(errno));
 			return;
 		}
 	}
@@ -994,22 +855,22 @@ static void sc_flush_many(struct conn *c)
 			};
 		}
 		if (ibv_post_send(c->id->qp, swr, &sbad)) {
-			fail("flush-many post send", "at %d: %s", i,
-			     strerror(errno));
+			vt_fail("flush-many post send", "at %d: %s", i,
+				strerror(errno));
 			return;
 		}
 	}
 	wc = calloc(NR + NS + 64, sizeof(*wc));
 	if (!wc)
 		return;
-	t = now_ms();
+	t = vt_now_ms();
 	if (modify_err(c->id->qp)) {
-		fail("flush-many modify_qp(ERR)", "%s", strerror(errno));
+		vt_fail("flush-many modify_qp(ERR)", "%s", strerror(errno));
 		free(wc);
 		return;
 	}
-	info("modify_qp(ERR) took %lld ms", now_ms() - t);
-	n = poll_cq_until(c->cq, wc, NR + NS + 64, 0);
+	vt_info("modify_qp(ERR) took %lld ms", vt_now_ms() - t);
+	n = vt_poll_cq_until(c->cq, wc, NR + NS + 64, 0);
 	check_flushed("flush-many 4000 recv + 4000 send flushed in order "
 		      "before modify_qp returned", wc, n, 0, NR, 100000, NS);
 	check_qp_state("flush-many QP in ERR", c->id->qp, IBV_QPS_ERR);
@@ -1026,38 +887,39 @@ static void sc_disconnect(struct conn *c, bool server)
 		if (!server_connect(c, 8, 500, 0))
 			return;
 		wait_disconnected(c, 10000, "server DISCONNECTED");
-		check(c->disc_status == 0, "server DISCONNECTED status 0",
-		      "status %d", c->disc_status);
+		vt_check(c->disc_status == 0, "server DISCONNECTED status 0",
+			 "status %d", c->disc_status);
 		check_after_close(c, 8, 500, 0, 0);
 		check_quiet_and_seq(c, SM_QUIET_MS, SERVER_SEQ);
 		return;
 	}
 	if (!client_connect(c, 8, 500))
 		return;
-	t = now_ms();
+	t = vt_now_ms();
 	if (rdma_disconnect(c->id)) {
-		fail("client rdma_disconnect", "%s", strerror(errno));
+		vt_fail("client rdma_disconnect", "%s", strerror(errno));
 		return;
 	}
-	t = now_ms() - t;
-	check(t < 500, "client rdma_disconnect returns at once",
-	      "took %lld ms", t);
-	state = qp_state(c->id->qp);
-	info("client QP right after rdma_disconnect: %s", qp_state_str(state));
+	t = vt_now_ms() - t;
+	vt_check(t < 500, "client rdma_disconnect returns at once",
+		 "took %lld ms", t);
+	state = vt_qp_state(c->id->qp);
+	vt_info("client QP right after rdma_disconnect: %s",
+		vt_qp_state_str(state));
 	/* Queued while closing: must be flushed when the close completes. */
 	if (post_send(c->id->qp, c->mr, 600, true)) {
-		info("post_send while closing refused: %s", strerror(errno));
+		vt_info("post_send while closing refused: %s", strerror(errno));
 		state = -1;
 	} else {
 		state = 1;
 	}
-	t = now_ms();
+	t = vt_now_ms();
 	if (wait_disconnected(c, 4000, "client DISCONNECTED (graceful, "
 			      "before the close timer)"))
-		info("DISCONNECTED %lld ms after rdma_disconnect",
-		     c->t_disc - t);
-	check(c->disc_status == 0, "client DISCONNECTED status 0",
-	      "status %d", c->disc_status);
+		vt_info("DISCONNECTED %lld ms after rdma_disconnect",
+			c->t_disc - t);
+	vt_check(c->disc_status == 0, "client DISCONNECTED status 0",
+		 "status %d", c->disc_status);
 	check_after_close(c, 8, 500, state == 1 ? 1 : 0, 600);
 	check_quiet_and_seq(c, SM_QUIET_MS, CLIENT_SEQ);
 }
@@ -1071,19 +933,19 @@ static void sc_both(struct conn *c, bool server)
 		     !client_connect(c, 4, 500))
 		return;
 	if (!server && !c->sync_real) {
-		fail("both sync", "no sync time in the accept private data");
+		vt_fail("both sync", "no sync time in the accept private data");
 		return;
 	}
 	wait = c->sync_real - real_ms();
-	info("disconnecting in %lld ms", wait);
+	vt_info("disconnecting in %lld ms", wait);
 	if (wait > 0 && wait < 5000)
 		usleep(wait * 1000);
 	if (rdma_disconnect(c->id))
-		info("rdma_disconnect: %s (the peer's close came first)",
-		     strerror(errno));
+		vt_info("rdma_disconnect: %s (the peer's close came first)",
+			strerror(errno));
 	wait_disconnected(c, 8000, server ? "server DISCONNECTED" :
 			  "client DISCONNECTED");
-	info("%s DISCONNECTED status %d", c->side, c->disc_status);
+	vt_info("%s DISCONNECTED status %d", c->side, c->disc_status);
 	check_after_close(c, 4, 500, 0, 0);
 	check_quiet_and_seq(c, SM_QUIET_MS, server ? SERVER_SEQ : CLIENT_SEQ);
 }
@@ -1101,9 +963,9 @@ static void sc_kill(struct conn *c, bool server)
 			return;
 		if (wait_disconnected(c, 25000, "server DISCONNECTED after "
 				      "the client was killed"))
-			check(c->disc_status == -ECONNRESET, "kill server "
-			      "DISCONNECTED status -ECONNRESET (reset)",
-			      "status %d", c->disc_status);
+			vt_check(c->disc_status == -ECONNRESET, "kill server "
+				 "DISCONNECTED status -ECONNRESET (reset)",
+				 "status %d", c->disc_status);
 		check_after_close(c, 32, 500, 0, 0);
 		check_quiet_and_seq(c, SM_QUIET_MS, SERVER_SEQ);
 		return;
@@ -1111,7 +973,7 @@ static void sc_kill(struct conn *c, bool server)
 	if (!client_connect(c, 0, 0))
 		return;
 	/* RDMA WRITEs into the server's buffer until killed. */
-	while (ms_left(run_deadline)) {
+	while (vt_ms_left(vt_run_deadline)) {
 		struct ibv_sge sge = {
 			.addr = (uintptr_t)c->buf, .length = 4096,
 			.lkey = c->mr->lkey,
@@ -1133,8 +995,8 @@ static void sc_kill(struct conn *c, bool server)
 		if (i > 0)
 			inflight -= i;
 		if (i > 0 && wc[0].status != IBV_WC_SUCCESS) {
-			fail("kill client WRITE", "%s",
-			     ibv_wc_status_str(wc[0].status));
+			vt_fail("kill client WRITE", "%s",
+				ibv_wc_status_str(wc[0].status));
 			return;
 		}
 		if (n >= 64 && !ready) {
@@ -1144,7 +1006,7 @@ static void sc_kill(struct conn *c, bool server)
 		if (inflight >= 16)
 			usleep(100);
 	}
-	fail("kill", "the client was not killed");
+	vt_fail("kill", "the client was not killed");
 }
 
 /* 4 and 5: the peer drops everything; the close timer ends the close. */
@@ -1158,7 +1020,7 @@ static void sc_close_timer(struct conn *c, bool server, bool destroy)
 		/* It still sees the client's FIN: only its own output is
 		 * dropped.  Timing is not asserted here. */
 		wait_disconnected(c, 25000, "server DISCONNECTED");
-		info("server DISCONNECTED status %d", c->disc_status);
+		vt_info("server DISCONNECTED status %d", c->disc_status);
 		check_quiet_and_seq(c, SM_QUIET_MS, SERVER_SEQ);
 		return;
 	}
@@ -1166,12 +1028,12 @@ static void sc_close_timer(struct conn *c, bool server, bool destroy)
 		return;
 	marker("READY");
 	if (!wait_go(20000)) {
-		fail("close-timer", "no SIGUSR1 from the script");
+		vt_fail("close-timer", "no SIGUSR1 from the script");
 		return;
 	}
-	t = now_ms();
+	t = vt_now_ms();
 	if (rdma_disconnect(c->id)) {
-		fail("client rdma_disconnect", "%s", strerror(errno));
+		vt_fail("client rdma_disconnect", "%s", strerror(errno));
 		return;
 	}
 	if (destroy) {
@@ -1179,33 +1041,33 @@ static void sc_close_timer(struct conn *c, bool server, bool destroy)
 		long long d;
 
 		usleep(200000);
-		info("QP before destroy: %s; events so far: %s",
-		     qp_state_str(qp_state(qp)), c->seq);
-		d = now_ms();
+		vt_info("QP before destroy: %s; events so far: %s",
+			vt_qp_state_str(vt_qp_state(qp)), c->seq);
+		d = vt_now_ms();
 		rdma_destroy_qp(c->id);
-		d = now_ms() - d;
-		check(d < 3000, "destroy-closing rdma_destroy_qp returns "
-		      "within 3 s", "took %lld ms", d);
-		info("rdma_destroy_qp took %lld ms", d);
+		d = vt_now_ms() - d;
+		vt_check(d < 3000, "destroy-closing rdma_destroy_qp returns "
+			 "within 3 s", "took %lld ms", d);
+		vt_info("rdma_destroy_qp took %lld ms", d);
 		wait_disconnected(c, 10000, "destroy-closing client "
 				  "DISCONNECTED");
-		info("client DISCONNECTED status %d after %lld ms",
-		     c->disc_status, c->t_disc - t);
+		vt_info("client DISCONNECTED status %d after %lld ms",
+			c->disc_status, c->t_disc - t);
 		check_quiet_and_seq(c, SM_QUIET_MS, CLIENT_SEQ);
 		return;
 	}
 	wait_disconnected(c, 12000, "close-timer client DISCONNECTED");
 	dt = c->t_disc - t;
 	if (c->n_disc)
-		check(dt >= 4000 && dt <= 9000, "close-timer DISCONNECTED "
-		      "after the 5 s close timer", "after %lld ms, expected "
-		      "4000-9000", dt);
+		vt_check(dt >= 4000 && dt <= 9000, "close-timer DISCONNECTED "
+			 "after the 5 s close timer", "after %lld ms, expected "
+			 "4000-9000", dt);
 	if (c->n_disc)
-		check(c->disc_status == -ETIMEDOUT, "close-timer client "
-		      "DISCONNECTED status -ETIMEDOUT", "status %d",
-		      c->disc_status);
-	info("client DISCONNECTED status %d after %lld ms", c->disc_status,
-	     dt);
+		vt_check(c->disc_status == -ETIMEDOUT, "close-timer client "
+			 "DISCONNECTED status -ETIMEDOUT", "status %d",
+			 c->disc_status);
+	vt_info("client DISCONNECTED status %d after %lld ms", c->disc_status,
+		dt);
 	if (c->n_disc)
 		check_after_close(c, 4, 500, 0, 0);
 	check_quiet_and_seq(c, SM_QUIET_MS, CLIENT_SEQ);
@@ -1223,25 +1085,25 @@ static void sc_accept_fail(struct conn *c, bool server)
 			.responder_resources = 4, .initiator_depth = 4,
 		};
 
-		c->t0 = now_ms();
+		c->t0 = vt_now_ms();
 		if (client_prepare(c))
 			return;
 		if (rdma_connect(c->id, &param)) {
-			fail("client connect", "%s", strerror(errno));
+			vt_fail("client connect", "%s", strerror(errno));
 			return;
 		}
 		marker("CONNECTING");
-		rv = next_event(c, deadline_in(20000), &type, NULL);
-		check(!rv && type != RDMA_CM_EVENT_ESTABLISHED,
-		      "accept-fail client connection fails",
-		      "%s", rv ? strerror(-rv) : rdma_event_str(type));
-		end = deadline_in(3000);
+		rv = next_event(c, vt_deadline_in(20000), &type, NULL);
+		vt_check(!rv && type != RDMA_CM_EVENT_ESTABLISHED,
+			 "accept-fail client connection fails",
+			 "%s", rv ? strerror(-rv) : rdma_event_str(type));
+		end = vt_deadline_in(3000);
 		while (!next_event(c, end, &type, NULL))
 			;
 		/* ADDR_RESOLVED ROUTE_RESOLVED and one failure event */
-		check(c->n_est == 0 && c->n_disc == 0 && c->n_events == 3,
-		      "accept-fail client one failure event, no "
-		      "ESTABLISHED/DISCONNECTED", "events: %s", c->seq);
+		vt_check(c->n_est == 0 && c->n_disc == 0 && c->n_events == 3,
+			 "accept-fail client one failure event, no "
+			 "ESTABLISHED/DISCONNECTED", "events: %s", c->seq);
 		return;
 	}
 	{
@@ -1255,23 +1117,24 @@ static void sc_accept_fail(struct conn *c, bool server)
 		return;
 	marker("REQUEST");
 	if (!wait_go(20000)) {
-		fail("accept-fail", "no SIGUSR1 from the script");
+		vt_fail("accept-fail", "no SIGUSR1 from the script");
 		return;
 	}
 	sleep(1);
 	rv = server_accept(c, 0);
 	err = errno;
 	if (rv)
-		info("rdma_accept: %d, errno %d (%s)", rv, err, strerror(err));
-	check(rv != 0, "accept-fail rdma_accept fails", "returned 0");
-	check(rv == 0 || err != 0, "accept-fail rdma_accept sets errno",
-	      "errno 0");
-	end = deadline_in(3000);
+		vt_info("rdma_accept: %d, errno %d (%s)", rv, err,
+			strerror(err));
+	vt_check(rv != 0, "accept-fail rdma_accept fails", "returned 0");
+	vt_check(rv == 0 || err != 0, "accept-fail rdma_accept sets errno",
+		 "errno 0");
+	end = vt_deadline_in(3000);
 	while (!next_event(c, end, &type, NULL))
 		;
-	check(!strcmp(c->seq, "CONNECT_REQUEST"),
-	      "accept-fail no event after the failed accept",
-	      "events: %s", c->seq);
+	vt_check(!strcmp(c->seq, "CONNECT_REQUEST"),
+		 "accept-fail no event after the failed accept",
+		 "events: %s", c->seq);
 }
 
 /* 9: the client's link goes down. */
@@ -1281,40 +1144,41 @@ static void sc_link_down(struct conn *c, bool server)
 		if (!server_connect(c, 4, 500, 0))
 			return;
 		if (!wait_go(30000))
-			fail("link-down", "no SIGUSR1 from the script");
+			vt_fail("link-down", "no SIGUSR1 from the script");
 		if (!c->n_disc) {
 			enum rdma_cm_event_type type;
 
 			/* Drain what arrived meanwhile. */
-			while (!next_event(c, now_ms(), &type, NULL))
+			while (!next_event(c, vt_now_ms(), &type, NULL))
 				;
 		}
 		if (!c->n_disc) {
-			info("server not disconnected yet: rdma_disconnect");
+			vt_info("server not disconnected yet: rdma_disconnect");
 			rdma_disconnect(c->id);
 			wait_disconnected(c, 8000, "server DISCONNECTED");
 		}
 		{
 			enum rdma_cm_event_type type;
-			long long end = deadline_in(1000);
+			long long end = vt_deadline_in(1000);
 
 			while (!next_event(c, end, &type, NULL))
 				;
 		}
-		check(c->n_disc <= 1, "link-down server at most one "
-		      "DISCONNECTED", "%d; events: %s", c->n_disc, c->seq);
-		info("server events: %s (status %d)", c->seq, c->disc_status);
+		vt_check(c->n_disc <= 1, "link-down server at most one "
+			 "DISCONNECTED", "%d; events: %s", c->n_disc, c->seq);
+		vt_info("server events: %s (status %d)", c->seq,
+			c->disc_status);
 		return;
 	}
 	if (!client_connect(c, 4, 500))
 		return;
 	marker("READY");
 	if (wait_disconnected(c, 25000, "link-down client DISCONNECTED"))
-		check(c->disc_status == -ECONNRESET, "link-down client "
-		      "DISCONNECTED status -ECONNRESET (reset)", "status %d",
-		      c->disc_status);
-	check(wait_async(c->id->verbs, IBV_EVENT_PORT_ERR, 5000),
-	      "link-down client IBV_EVENT_PORT_ERR", "not within 5 s");
+		vt_check(c->disc_status == -ECONNRESET, "link-down client "
+			 "DISCONNECTED status -ECONNRESET (reset)", "status %d",
+			 c->disc_status);
+	vt_check(wait_async(c->id->verbs, IBV_EVENT_PORT_ERR, 5000),
+		 "link-down client IBV_EVENT_PORT_ERR", "not within 5 s");
 	if (c->n_disc)
 		check_after_close(c, 4, 500, 0, 0);
 	check_quiet_and_seq(c, SM_QUIET_MS, CLIENT_SEQ);
@@ -1332,16 +1196,16 @@ static void sc_ns_delete(struct conn *c, bool server)
 		if (!server_connect(c, 4, 500, 0))
 			return;
 		/* Killed by the script. */
-		while (ms_left(run_deadline) &&
-		       !next_event(c, run_deadline, &type, NULL))
+		while (vt_ms_left(vt_run_deadline) &&
+		       !next_event(c, vt_run_deadline, &type, NULL))
 			;
-		info("server events: %s", c->seq);
+		vt_info("server events: %s", c->seq);
 		return;
 	}
 	if (!client_connect(c, 4, 500))
 		return;
 	marker("READY");
-	end = deadline_in(30000);
+	end = vt_deadline_in(30000);
 	while (!removal) {
 		rv = next_event(c, end, &type, NULL);
 		if (rv)
@@ -1349,32 +1213,21 @@ static void sc_ns_delete(struct conn *c, bool server)
 		if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
 			removal = true;
 	}
-	check(removal, "ns-delete client DEVICE_REMOVAL", "not within 30 s; "
-	      "events: %s", c->seq);
-	check(c->n_disc <= 1, "ns-delete at most one DISCONNECTED",
-	      "events: %s", c->seq);
-	check(!strcmp(c->seq, "ADDR_RESOLVED ROUTE_RESOLVED ESTABLISHED "
-		      "DEVICE_REMOVAL") ||
-	      !strcmp(c->seq, CLIENT_SEQ " DEVICE_REMOVAL"),
-	      "ns-delete client event sequence", "got \"%s\"", c->seq);
-	t = now_ms();
+	vt_check(removal, "ns-delete client DEVICE_REMOVAL", "not within 30 s; "
+		 "events: %s", c->seq);
+	vt_check(c->n_disc <= 1, "ns-delete at most one DISCONNECTED",
+		 "events: %s", c->seq);
+	vt_check(!strcmp(c->seq, "ADDR_RESOLVED ROUTE_RESOLVED ESTABLISHED "
+			 "DEVICE_REMOVAL") ||
+		 !strcmp(c->seq, CLIENT_SEQ " DEVICE_REMOVAL"),
+		 "ns-delete client event sequence", "got \"%s\"", c->seq);
+	t = vt_now_ms();
 	conn_close(c);
-	t = now_ms() - t;
-	check(t < 5000, "ns-delete client teardown", "took %lld ms", t);
+	t = vt_now_ms() - t;
+	vt_check(t < 5000, "ns-delete client teardown", "took %lld ms", t);
 }
 
 /* ---- main ---------------------------------------------------------------- */
-
-static void watchdog(int sig)
-{
-	static const char msg[] = "FAIL watchdog: still running 5 s after "
-				  "the run's deadline, stuck in a call\n";
-
-	(void)sig;
-	if (write(STDOUT_FILENO, msg, sizeof(msg) - 1) < 0)
-		_exit(3);
-	_exit(1);
-}
 
 static const char *const scenarios[] = {
 	"flush", "flush-many", "disconnect", "both", "kill", "close-timer",
@@ -1429,15 +1282,14 @@ int main(int argc, char **argv)
 		usage(argv[0]);
 		return 2;
 	}
-	run_deadline = now_ms() + secs * 1000LL;
-	signal(SIGALRM, watchdog);
+	vt_detail_size = 512;	/* room for the event sequences */
 	signal(SIGUSR1, on_usr1);
-	alarm(secs + 5);
+	vt_start(secs);
 	c.side = server ? "server" : "client";
-	c.t0 = now_ms();
+	c.t0 = vt_now_ms();
 	if (resolve(addr, port, server, &c.addr))
 		goto out;
-	info("scenario %s, %s %s port %s", sc, c.side, addr, port);
+	vt_info("scenario %s, %s %s port %s", sc, c.side, addr, port);
 
 	if (!strcmp(sc, "flush") && !server)
 		sc_flush(&c);
@@ -1463,11 +1315,8 @@ int main(int argc, char **argv)
 		usage(argv[0]);
 		return 2;
 	}
-	info("%s events: %s", c.side, c.seq[0] ? c.seq : "(none)");
+	vt_info("%s events: %s", c.side, c.seq[0] ? c.seq : "(none)");
 	conn_close(&c);
 out:
-	if (!passed && !failed)
-		fail("run", "no check ran");
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return vt_finish();
 }

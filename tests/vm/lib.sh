@@ -108,6 +108,17 @@ wait_for() {
 	done
 }
 
+# listening NS PORT: a TCP socket listens on PORT in namespace NS (viw's
+# and siw's listeners are kernel sockets, which ss lists too).
+listening() { ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
+
+# wait_listen NS PORT: wait until a server in NS listens on PORT, so that
+# a client started next is not refused because the server is still
+# starting (under TCG that can take longer than a fixed sleep).
+wait_listen() {
+	wait_for 30 listening "$1" "$2" || die "nothing listens on port $2 in namespace $1"
+}
+
 in_a() { ip netns exec "$NS_A" "$@"; }
 in_b() { ip netns exec "$NS_B" "$@"; }
 

@@ -45,7 +45,7 @@ pair_once() {
 	shift 4
 	ip netns exec "$sns" timeout 120 "$@" </dev/null >"$VIW_OUT/$name.server" 2>&1 &
 	spid=$!
-	sleep 1
+	wait_listen "$sns" 18515	# perftest's port
 	ip netns exec "$cns" timeout 120 "$@" "$addr" </dev/null \
 		>"$VIW_OUT/$name.client" 2>&1 || rc=$?
 	wait "$spid" || rc=$((rc ? rc : $?))
@@ -77,7 +77,7 @@ rping_pair() {	# SERVER_NS CLIENT_NS SERVER_ADDR NAME
 	ip netns exec "$sns" timeout 60 rping -s -a "$addr" -C 10 -S 4096 -V \
 		</dev/null >"$VIW_OUT/$name.server" 2>&1 &
 	spid=$!
-	sleep 1
+	wait_listen "$sns" 7174		# rping's port
 	ip netns exec "$cns" timeout 60 rping -c -a "$addr" -C 10 -S 4096 -V \
 		</dev/null >"$VIW_OUT/$name.client" 2>&1 || rc=$?
 	wait "$spid" || rc=$((rc ? rc : $?))

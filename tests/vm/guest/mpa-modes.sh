@@ -23,7 +23,7 @@ mode() {
 	in_b timeout 60 rping -s -a "$IP_B" -C 10 -S 4096 -V </dev/null \
 		>"$VIW_OUT/$name.server" 2>&1 &
 	spid=$!
-	sleep 1
+	wait_listen "$NS_B" 7174	# rping's port
 	in_a timeout 60 rping -c -a "$IP_B" -C 10 -S 4096 -V </dev/null \
 		>"$VIW_OUT/$name.client" 2>&1 || rc=$?
 	wait "$spid" || rc=$((rc ? rc : $?))

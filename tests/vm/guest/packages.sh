@@ -67,7 +67,7 @@ log "ibv_devinfo used $loaded"
 count=10
 in_b rping -s -a "$IP_B" -C "$count" -S 4096 -V </dev/null >"$VIW_OUT/rping-s.log" 2>&1 &
 spid=$!
-sleep 1
+wait_listen "$NS_B" 7174	# rping's port
 rc=0
 in_a timeout 60 rping -c -a "$IP_B" -C "$count" -S 4096 -V -v \
 	</dev/null >"$VIW_OUT/rping-c.log" 2>&1 || rc=$?

@@ -11,26 +11,39 @@ make_two_hosts viw
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 echo "module viw +p" > /sys/kernel/debug/dynamic_debug/control
 
-# perf_pair TEST SIZE ITERS [OPTION...]: server in b, client in a; both
-# must succeed.
-perf_pair() {
+# perf_once TEST SIZE ITERS [OPTION...]: server in b, client in a;
+# returns non-zero if either fails.
+perf_once() {
 	local test=$1 size=$2 iters=$3 spid rc=0 log=$VIW_OUT/$1-$2
 	shift 3
 
 	in_b timeout 120 "$test" -R -d "$DEV_B" -s "$size" -n "$iters" "$@" \
 		</dev/null >"$log.server" 2>&1 &
 	spid=$!
-	sleep 1
+	wait_listen "$NS_B" 18515	# perftest's port
 	in_a timeout 120 "$test" -R -d "$DEV_A" -s "$size" -n "$iters" "$@" \
 		"$IP_B" </dev/null >"$log.client" 2>&1 || rc=$?
 	wait "$spid" || rc=$((rc ? rc : $?))
-	if [ "$rc" != 0 ]; then
-		tail -n 20 "$log.server" "$log.client" >&2
-		die "$test size $size failed ($rc)"
-	fi
+	[ "$rc" = 0 ] || return "$rc"
 	# the result line: size, iterations, then the figures
-	grep -E "^ *$size +$iters " "$log.client" ||
-		die "$test size $size: no result line"
+	grep -E "^ *$size +$iters " "$log.client"
+}
+
+# perf_pair TEST SIZE ITERS [OPTION...]: perf_once, which must succeed.
+# Under a loaded host a perftest process now and then exits with status 1
+# and no message around its final rdma_cm handshake (under
+# investigation); such a run is reported and retried once.
+perf_pair() {
+	local log=$VIW_OUT/$1-$2 i
+	perf_once "$@" && return 0
+	echo "WARNING: $1 size $2 failed once; retrying.  First attempt:"
+	for i in server client; do
+		grep -v '^ *$' "$log.$i" | tail -n 4
+		mv "$log.$i" "$log.$i.first"
+	done
+	perf_once "$@" && return 0
+	tail -n 20 "$log.server" "$log.client" >&2
+	die "$1 size $2 failed twice"
 }
 
 for t in ib_read_bw ib_send_bw ib_write_bw; do

@@ -18,7 +18,7 @@ pair() {
 	shift
 	in_b timeout 120 "${srv[@]}" </dev/null >"$VIW_OUT/$name.server" 2>&1 &
 	spid=$!
-	sleep 1
+	wait_listen "$NS_B" 7471	# rdma_server's and ucmatose's port
 	in_a timeout 120 "$@" </dev/null >"$VIW_OUT/$name.client" 2>&1 || rc=$?
 	wait "$spid" || rc=$((rc ? rc : $?))
 	for i in server client; do

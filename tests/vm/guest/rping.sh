@@ -15,7 +15,7 @@ rping_pair() {
 	in_b rping -s -a "$addr" -C "$count" -S "$size" -V </dev/null \
 		>"$VIW_OUT/rping-s.log" 2>&1 &
 	spid=$!
-	sleep 1
+	wait_listen "$NS_B" 7174	# rping's port
 	in_a timeout 60 rping -c -a "$addr" -C "$count" -S "$size" -V -v \
 		</dev/null >"$VIW_OUT/rping-c.log" 2>&1 || rc=$?
 	wait "$spid" || rc=$((rc ? rc : $?))
