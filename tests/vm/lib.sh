@@ -119,6 +119,12 @@ wait_listen() {
 	wait_for 30 listening "$1" "$2" || die "nothing listens on port $2 in namespace $1"
 }
 
+# perftest_clock_failed LOG...: perftest gave up because its cycle-counter
+# calibration failed (a QEMU/TCG artefact, not an RDMA failure).
+perftest_clock_failed() {
+	grep -q "Can't produce a report" "$@" 2>/dev/null
+}
+
 in_a() { ip netns exec "$NS_A" "$@"; }
 in_b() { ip netns exec "$NS_B" "$@"; }
 
