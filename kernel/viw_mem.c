@@ -294,24 +294,22 @@ int viw_mr_copy_from_skb(const struct viw_mr *mr, u64 addr,
  * @sge: a kernel copy of the SGE
  * @access: IB_ACCESS_LOCAL_WRITE if the data path will write the buffer
  *
+ * The same checks as viw_mr_get(), without keeping the reference.
  * Return: 0 if @sge names a valid local STag of @pd whose rights and bounds
  * cover it, -EPERM otherwise.  A zero-length SGE needs no STag.
  */
 int viw_check_sge(struct viw_device *vdev, struct ib_pd *pd,
 		  const struct viw_sge *sge, int access)
 {
+	struct viw_term_cause cause;
 	struct viw_mr *mr;
-	int rv = -EPERM;
 
 	if (!sge->length)
 		return 0;
-
-	rcu_read_lock();
-	mr = xa_load(&vdev->mr_xa, viw_stag_index(sge->lkey));
-	if (mr && mr->ibmr.lkey == sge->lkey && mr->ibmr.pd == pd &&
-	    (mr->access & access) == access &&
-	    viw_mr_covers(mr, sge->addr, sge->length))
-		rv = 0;
-	rcu_read_unlock();
-	return rv;
+	mr = viw_mr_get(vdev, pd, sge->lkey, access, sge->addr, sge->length,
+			&cause);
+	if (!mr)
+		return -EPERM;
+	viw_mr_put(mr);
+	return 0;
 }
