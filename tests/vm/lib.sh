@@ -141,9 +141,11 @@ load_rdma_core() {
 }
 
 # load_viw: load the freshly built $VIW_BUILD/kernel/viw.ko (reloading it if
-# an older copy is loaded).
+# an older copy is loaded).  VIW_KO names another module file instead: a
+# build of older code, to show that a new test fails on it
+# (tests/vm/run --env VIW_KO=/path/to/old/viw.ko SCRIPT).
 load_viw() {
-	local ko=$VIW_BUILD/kernel/viw.ko
+	local ko=${VIW_KO:-$VIW_BUILD/kernel/viw.ko}
 	[ -f "$ko" ] || die "$ko not built"
 	load_rdma_core
 	module_loaded viw && unload_viw
