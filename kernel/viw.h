@@ -36,6 +36,7 @@
 #define VIW_MAX_SGE_RD		1	/* a Read Response fills one sink */
 #define VIW_MAX_MR_SIZE		(1ULL << 40)
 #define VIW_VENDOR_ID		0x766977	/* "viw" */
+#define VIW_GID_TBL_LEN		16		/* layout: viw_gid.c */
 
 /* wq->status of an SQE the engine has taken and not finished */
 #define VIW_WQE_PENDING		0xff
@@ -80,6 +81,9 @@ struct viw_device {
 	atomic64_t counters[VIW_CNT_MAX];
 
 	struct dentry *debugfs;
+
+	/* modify_qp connections: listener and waiting requests (viw_direct.c) */
+	struct viw_direct_dev *direct;
 
 	/* Module bookkeeping (viw_main.c). */
 	struct list_head list;
@@ -240,7 +244,31 @@ struct viw_qp_conn {
 };
 
 struct viw_cep;
+struct viw_direct_qp;
 
+/*
+ * Attributes of the InfiniBand transport that mean nothing over TCP.
+ * modify_qp accepts them and query_qp reports them back as they were set;
+ * the address vector and the destination QP number also say whom a
+ * modify_qp connection goes to (viw_direct.c).
+ */
+struct viw_qp_ib_attrs {
+	struct ib_global_route grh;	/* without sgid_attr */
+	u8 ah_flags;
+	u8 sl;
+	u8 static_rate;
+	u8 port_num;
+	u8 path_mtu;
+	u8 timeout;
+	u8 retry_cnt;
+	u8 rnr_retry;
+	u8 min_rnr_timer;
+	u8 max_rd_atomic;		/* as set: the engine uses qp->ord */
+	u8 max_dest_rd_atomic;		/* as set: the engine uses qp->ird */
+	u32 dest_qp_num;
+	u32 rq_psn;
+	u32 sq_psn;
+};
 
 struct viw_qp {
 	struct ib_qp ibqp;
@@ -268,6 +296,11 @@ struct viw_qp {
 	bool crc;			/* MPA CRC in use */
 	u32 mulpdu;
 	u8 rtr_expected;		/* passive p2p: RTR type still due */
+
+	struct viw_qp_ib_attrs ib;
+	/* Set at INIT->RTR with an address vector: modify_qp connects it. */
+	struct viw_direct_qp *direct;
+	bool direct_started;		/* viw_direct_start() was called */
 
 	/* transmit engine */
 	struct work_struct tx_work;
@@ -357,13 +390,27 @@ int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 		     struct ib_udata *udata);
 int viw_query_port(struct ib_device *ibdev, u32 port,
 		   struct ib_port_attr *attr);
-int viw_query_gid(struct ib_device *ibdev, u32 port, int index,
-		  union ib_gid *gid);
 int viw_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey);
 int viw_get_port_immutable(struct ib_device *ibdev, u32 port,
 			   struct ib_port_immutable *immutable);
 void viw_get_dev_fw_str(struct ib_device *ibdev, char *str);
 extern const struct attribute_group viw_attr_group;
+
+/* viw_gid.c */
+int viw_query_gid(struct ib_device *ibdev, u32 port, int index,
+		  union ib_gid *gid);
+int viw_gid_find(struct viw_device *vdev, const union ib_gid *gid);
+int viw_gid_init(void);
+void viw_gid_exit(void);
+
+/* viw_direct.c: connections made by modify_qp */
+int viw_direct_add_device(struct viw_device *vdev);
+void viw_direct_remove_device(struct viw_device *vdev);
+int viw_direct_modify(struct viw_qp *qp, struct ib_qp_attr *attr, int mask);
+void viw_direct_qp_error(struct viw_qp *qp);
+void viw_direct_qp_destroy(struct viw_qp *qp);
+void viw_direct_failed(struct viw_qp *qp, int status);
+void viw_direct_lost(struct viw_qp *qp);
 
 /* viw_ring.c */
 int viw_ring_alloc(struct viw_ring *ring, u32 num_slots, u32 slot_size);

@@ -52,6 +52,7 @@ struct viw_mpa_prefs *viw_cm_prefs(void)
 
 static void viw_cep_work(struct work_struct *work);
 static void viw_cep_timeout(struct work_struct *work);
+static void viw_cep_direct_adopt(struct viw_cep *cep, struct socket *nsock);
 
 static struct viw_cep *viw_cep_alloc(struct viw_device *vdev)
 {
@@ -64,6 +65,7 @@ static struct viw_cep *viw_cep_alloc(struct viw_device *vdev)
 	INIT_WORK(&cep->work, viw_cep_work);
 	INIT_DELAYED_WORK(&cep->timer, viw_cep_timeout);
 	INIT_LIST_HEAD(&cep->listen_entry);
+	INIT_LIST_HEAD(&cep->pend_entry);
 	cep->vdev = vdev;
 	cep->state = VIW_CEP_IDLE;
 	return cep;
@@ -330,6 +332,8 @@ static void viw_cep_close(struct viw_cep *cep, int status, bool abort)
 	if (was_up)
 		ibdev_dbg(&cep->vdev->ibdev, "CEP %p: close, status %d%s\n",
 			  cep, status, abort ? ", reset" : "");
+	if (cep->qp && cep->direct && was_up)
+		viw_direct_lost(cep->qp);
 	if (cep->qp)
 		viw_qp_enter_error(cep->qp);
 	viw_cep_shutdown_socket(cep, abort);
@@ -438,6 +442,8 @@ static void viw_cep_connect_failed(struct viw_cep *cep, int status)
 	viw_cep_cancel_timer(cep);
 	viw_cep_release_socket(cep, true);
 	if (cep->qp) {
+		if (cep->direct)
+			viw_direct_failed(cep->qp, status);
 		viw_qp_put(cep->qp);
 		cep->qp = NULL;
 	}
@@ -486,6 +492,8 @@ static void viw_cep_reply_received(struct viw_cep *cep)
 		return;
 	if (!rv)
 		rv = viw_mpa_check_reply(&cep->req, &cep->rep);
+	if (!rv && cep->direct)
+		rv = viw_direct_check_reply(cep);
 	if (rv) {
 		viw_cep_connect_failed(cep, rv == -ECONNREFUSED ?
 					    -ECONNREFUSED : -ECONNRESET);
@@ -518,6 +526,34 @@ static void viw_cep_reply_received(struct viw_cep *cep)
 	viw_cep_kick_rx(cep);
 }
 
+/* Bind @sock (the CEP's from now on) to @laddr and start connecting. */
+static int viw_cep_connect_sock(struct viw_cep *cep, struct socket *sock,
+				struct sockaddr *laddr, struct sockaddr *raddr,
+				int alen)
+{
+	int rv;
+
+	sock_set_reuseaddr(sock->sk);
+	tcp_sock_set_nodelay(sock->sk);
+	rv = kernel_bind(sock, laddr, alen);
+	if (rv) {
+		sock_release(sock);
+		return rv;
+	}
+	viw_cep_save_callbacks(cep, sock->sk);
+	viw_cep_attach(cep, sock);
+	cep->state = VIW_CEP_CONNECTING;
+	rv = kernel_connect(sock, raddr, alen, O_NONBLOCK);
+	if (rv == -EINPROGRESS)
+		return 0;
+	if (!rv) {
+		viw_cep_post_event(cep, VIW_CEP_EV_CONNECTED);
+		return 0;
+	}
+	viw_cep_release_socket(cep, true);
+	return rv;
+}
+
 static int viw_cep_bind_connect(struct viw_cep *cep, struct iw_cm_id *cm_id)
 {
 	struct sockaddr *laddr = (struct sockaddr *)&cm_id->m_local_addr;
@@ -533,27 +569,7 @@ static int viw_cep_bind_connect(struct viw_cep *cep, struct iw_cm_id *cm_id)
 	rv = sock_create(family, SOCK_STREAM, IPPROTO_TCP, &sock);
 	if (rv)
 		return rv;
-	sock_set_reuseaddr(sock->sk);
-	tcp_sock_set_nodelay(sock->sk);
-	rv = kernel_bind(sock, laddr, alen);
-	if (rv)
-		goto err;
-
-	viw_cep_save_callbacks(cep, sock->sk);
-	viw_cep_attach(cep, sock);
-	cep->state = VIW_CEP_CONNECTING;
-	rv = kernel_connect(sock, raddr, alen, O_NONBLOCK);
-	if (rv == -EINPROGRESS)
-		return 0;
-	if (!rv) {
-		viw_cep_post_event(cep, VIW_CEP_EV_CONNECTED);
-		return 0;
-	}
-	viw_cep_release_socket(cep, true);
-	return rv;
-err:
-	sock_release(sock);
-	return rv;
+	return viw_cep_connect_sock(cep, sock, laddr, raddr, alen);
 }
 
 int viw_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
@@ -619,7 +635,10 @@ static void viw_cep_request_received(struct viw_cep *cep)
 	cep->ord = cep->req.enhanced ? cep->req.ord : VIW_MAX_ORD;
 
 	mutex_lock(&lcep->lock);
-	if (lcep->state == VIW_CEP_LISTENING && lcep->cm_id) {
+	if (lcep->direct && lcep->state == VIW_CEP_LISTENING) {
+		/* The device stays while its listener does. */
+		viw_direct_request(cep);
+	} else if (lcep->state == VIW_CEP_LISTENING && lcep->cm_id) {
 		cep->state = VIW_CEP_MPA_REQ_RCVD;
 		/* Held for iw_cm until it calls accept or reject. */
 		viw_cep_get(cep);
@@ -642,6 +661,8 @@ static void viw_cep_accept_one(struct viw_cep *lcep, struct socket *nsock)
 	}
 	viw_cep_get(lcep);
 	cep->listener = lcep;
+	if (lcep->direct)
+		viw_cep_direct_adopt(cep, nsock);
 	/* The accepted socket inherited the listener's callbacks. */
 	cep->sk_state_change = lcep->sk_state_change;
 	cep->sk_data_ready = lcep->sk_data_ready;
@@ -1012,6 +1033,12 @@ static void viw_cep_local_abort(struct viw_cep *cep)
 {
 	bool reset = !(cep->qp && viw_qp_term_sent(cep->qp));
 
+	/* A modify_qp connection still being made ends with its QP. */
+	if (cep->direct && (cep->state == VIW_CEP_CONNECTING ||
+			    cep->state == VIW_CEP_MPA_REQ_SENT)) {
+		viw_cep_connect_failed(cep, -ECONNABORTED);
+		return;
+	}
 	viw_cep_end_rtr_wait(cep);
 	switch (cep->state) {
 	case VIW_CEP_ESTABLISHED:
@@ -1079,6 +1106,204 @@ static void viw_cep_work(struct work_struct *work)
 		viw_cep_post_event(cep, VIW_CEP_EV_CLOSE);
 	}
 	viw_cep_put(cep);
+}
+
+/* ---- modify_qp connections (viw_direct.c) ------------------------------ */
+
+/*
+ * The direct listener is a kernel socket, which holds no reference on its
+ * namespace.  A connection it accepts holds one, like every other socket
+ * of viw, so that the namespace outlives it.
+ */
+static void viw_sock_hold_net(struct sock *sk)
+{
+	if (sk->sk_net_refcnt)
+		return;
+	sk->sk_net_refcnt = 1;
+	get_net_track(sock_net(sk), &sk->ns_tracker, GFP_KERNEL);
+	sock_inuse_add(sock_net(sk), 1);
+}
+
+static void viw_cep_direct_adopt(struct viw_cep *cep, struct socket *nsock)
+{
+	cep->direct = true;
+	viw_sock_hold_net(nsock->sk);
+}
+
+/* Listen on @sock (bound, listening) for modify_qp connections. */
+struct viw_cep *viw_cep_direct_listen(struct viw_device *vdev,
+				      struct socket *sock)
+{
+	struct viw_cep *cep = viw_cep_alloc(vdev);
+
+	if (!cep)
+		return NULL;
+	cep->direct = true;
+	viw_cep_save_callbacks(cep, sock->sk);
+	mutex_lock(&cep->lock);
+	viw_cep_attach(cep, sock);
+	cep->state = VIW_CEP_LISTENING;
+	mutex_unlock(&cep->lock);
+	viw_cep_post_event(cep, VIW_CEP_EV_READABLE);
+	return cep;
+}
+
+void viw_cep_direct_unlisten(struct viw_cep *lcep)
+{
+	mutex_lock(&lcep->lock);
+	viw_cep_release_socket(lcep, false);
+	lcep->state = VIW_CEP_CLOSED;
+	mutex_unlock(&lcep->lock);
+	viw_cep_put(lcep);
+}
+
+/**
+ * viw_cep_direct_connect - start the connection of a modify_qp QP
+ * @qp: the QP, in RTR
+ * @sock: a new TCP socket, consumed
+ * @laddr: the local address to bind to
+ * @raddr: the acceptor's address and port
+ * @alen: the length of both
+ * @pdata: the private data of the MPA request
+ * @len: its length
+ * @timeout: how long the TCP connect and MPA exchange may take
+ * @out: set to the CEP, referenced, on success
+ *
+ * Return: 0, or a negative errno (the QP is then not referenced).
+ */
+int viw_cep_direct_connect(struct viw_qp *qp, struct socket *sock,
+			   struct sockaddr_storage *laddr,
+			   struct sockaddr_storage *raddr, int alen,
+			   const void *pdata, u16 len, unsigned long timeout,
+			   struct viw_cep **out)
+{
+	struct viw_cep *cep;
+	int rv;
+
+	if (len > VIW_MPA_MAX_PDATA - VIW_MPA_V2_EXT_LEN) {
+		sock_release(sock);
+		return -EINVAL;
+	}
+	cep = viw_cep_alloc(qp->vdev);
+	if (!cep) {
+		sock_release(sock);
+		return -ENOMEM;
+	}
+	mutex_lock(&cep->lock);
+	cep->direct = true;
+	cep->active = true;
+	viw_qp_get(qp);
+	cep->qp = qp;
+	/* The QP's own limits come into force at RTS. */
+	cep->ird = VIW_MAX_IRD;
+	cep->ord = VIW_MAX_ORD;
+	memcpy(cep->mpa_buf, pdata, len);
+	cep->mpa_len = len;
+	rv = viw_cep_connect_sock(cep, sock, (struct sockaddr *)laddr,
+				  (struct sockaddr *)raddr, alen);
+	if (rv) {
+		cep->qp = NULL;
+		viw_qp_put(qp);
+		cep->state = VIW_CEP_CLOSED;
+	} else {
+		viw_cep_arm_timer(cep, timeout);
+		viw_cep_get(cep);
+		*out = cep;
+	}
+	mutex_unlock(&cep->lock);
+	viw_cep_put(cep);
+	return rv;
+}
+
+/* The consumer's private data of the request or reply received. */
+const void *viw_cep_direct_pdata(struct viw_cep *cep, bool reply, u16 *len)
+{
+	const struct viw_mpa_frame *f = reply ? &cep->rep : &cep->req;
+	u16 skip = f->enhanced ? VIW_MPA_V2_EXT_LEN : 0;
+
+	if (f->pd_len <= skip)
+		return NULL;
+	*len = f->pd_len - skip;
+	return cep->mpa_buf + VIW_MPA_HDR_LEN + skip;
+}
+
+/* Keep a request (lock held) for at most @timeout until its QP takes it. */
+void viw_cep_direct_hold(struct viw_cep *cep, unsigned long timeout)
+{
+	cep->state = VIW_CEP_MPA_REQ_RCVD;
+	viw_cep_arm_timer(cep, timeout);
+}
+
+/* Whether a held request can still be accepted. */
+bool viw_cep_direct_waiting(struct viw_cep *cep)
+{
+	return READ_ONCE(cep->state) == VIW_CEP_MPA_REQ_RCVD &&
+	       READ_ONCE(cep->sock);
+}
+
+/**
+ * viw_cep_direct_accept - accept a held request for @qp; lock held
+ * @cep: the CEP, in MPA_REQ_RCVD
+ * @qp: the QP, whose reference goes to the CEP (dropped on failure)
+ * @pdata: the private data of the MPA reply
+ * @len: its length
+ *
+ * Return: 0, or a negative errno (the CEP is then closed).
+ */
+int viw_cep_direct_accept(struct viw_cep *cep, struct viw_qp *qp,
+			  const void *pdata, u16 len)
+{
+	struct iw_cm_conn_param param = {
+		.private_data = pdata,
+		.private_data_len = len,
+		.ord = VIW_MAX_ORD,
+		.ird = VIW_MAX_IRD,
+		.qpn = qp->ibqp.qp_num,
+	};
+	int rv;
+
+	if (cep->state != VIW_CEP_MPA_REQ_RCVD || !cep->sock) {
+		viw_qp_put(qp);
+		return -ECONNRESET;
+	}
+	viw_cep_cancel_timer(cep);
+	cep->qp = qp;
+	rv = viw_cep_send_reply(cep, &param);
+	if (!rv)
+		rv = viw_cep_accept_qp(cep, &param);
+	if (rv) {
+		viw_cep_release_socket(cep, true);
+		cep->qp = NULL;
+		viw_qp_put(qp);
+		cep->state = VIW_CEP_CLOSED;
+		return rv;
+	}
+	viw_cep_attach_qp(cep);
+	if (qp->rtr_expected) {
+		cep->state = VIW_CEP_RTR_WAIT;
+		viw_cep_arm_timer(cep, VIW_MPA_TIMEOUT);
+	} else {
+		cep->state = VIW_CEP_ESTABLISHED;
+	}
+	viw_cep_kick_rx(cep);
+	return 0;
+}
+
+/* Refuse a request with an MPA reject and close; lock held. */
+void viw_cep_direct_reject(struct viw_cep *cep)
+{
+	struct viw_mpa_frame rep = {
+		.reply = true,
+		.reject = true,
+		.revision = cep->req.revision,
+	};
+
+	viw_cep_cancel_timer(cep);
+	if (cep->sock && (cep->state == VIW_CEP_MPA_REQ_WAIT ||
+			  cep->state == VIW_CEP_MPA_REQ_RCVD))
+		viw_cep_send_frame(cep, &rep, NULL, 0);
+	viw_cep_release_socket(cep, false);
+	cep->state = VIW_CEP_CLOSED;
 }
 
 int viw_cm_init(void)

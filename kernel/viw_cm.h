@@ -41,6 +41,22 @@ enum viw_cep_event_bit {
 struct viw_qp;
 struct viw_device;
 
+/*
+ * modify_qp connections (viw_direct.c): the TCP port every device listens
+ * on, and the private data of their MPA request and reply.
+ */
+#define VIW_DIRECT_PORT		20886
+#define VIW_DIRECT_VERSION	1
+
+struct viw_direct_pdata {
+	u8 magic[4];			/* "viwD" */
+	u8 version;			/* VIW_DIRECT_VERSION */
+	u8 flags;			/* 0 */
+	__be16 reserved;		/* 0 */
+	__be32 src_qpn;			/* the sender's QP */
+	__be32 dst_qpn;			/* the receiver's QP */
+} __packed;
+
 struct viw_cep {
 	struct kref ref;
 	struct viw_device *vdev;
@@ -67,6 +83,13 @@ struct viw_cep {
 	u16 ird;
 	u16 ord;
 
+	/* modify_qp connection (viw_direct.c) */
+	bool direct;
+	struct list_head pend_entry;	/* passive: waiting for its QP */
+	struct sockaddr_storage direct_peer;
+	u32 direct_src;			/* QPNs of the request */
+	u32 direct_dst;
+
 	/* The socket's callbacks before viw took it over. */
 	void (*sk_state_change)(struct sock *sk);
 	void (*sk_data_ready)(struct sock *sk);
@@ -86,5 +109,27 @@ int viw_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param);
 int viw_iw_reject(struct iw_cm_id *cm_id, const void *pdata, u8 pdata_len);
 int viw_iw_create_listen(struct iw_cm_id *cm_id, int backlog);
 int viw_iw_destroy_listen(struct iw_cm_id *cm_id);
+
+/* modify_qp connections: viw_cm.c's side */
+struct viw_cep *viw_cep_direct_listen(struct viw_device *vdev,
+				      struct socket *sock);
+void viw_cep_direct_unlisten(struct viw_cep *lcep);
+int viw_cep_direct_connect(struct viw_qp *qp, struct socket *sock,
+			   struct sockaddr_storage *laddr,
+			   struct sockaddr_storage *raddr, int alen,
+			   const void *pdata, u16 len, unsigned long timeout,
+			   struct viw_cep **out);
+const void *viw_cep_direct_pdata(struct viw_cep *cep, bool reply, u16 *len);
+void viw_cep_direct_hold(struct viw_cep *cep, unsigned long timeout);
+bool viw_cep_direct_waiting(struct viw_cep *cep);
+int viw_cep_direct_accept(struct viw_cep *cep, struct viw_qp *qp,
+			  const void *pdata, u16 len);
+void viw_cep_direct_reject(struct viw_cep *cep);
+
+/* modify_qp connections: viw_direct.c's side */
+void viw_direct_request(struct viw_cep *cep);
+int viw_direct_check_reply(struct viw_cep *cep);
+void viw_direct_start(struct viw_qp *qp);
+void viw_direct_free_device(struct viw_device *vdev);
 
 #endif /* VIW_CM_H */

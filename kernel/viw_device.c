@@ -53,27 +53,12 @@ int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 int viw_query_port(struct ib_device *ibdev, u32 port,
 		   struct ib_port_attr *attr)
 {
-	attr->gid_tbl_len = 1;
+	attr->gid_tbl_len = VIW_GID_TBL_LEN;
 	attr->pkey_tbl_len = 1;
 	attr->port_cap_flags = IB_UVERBS_PCF_CM_SUP | IB_UVERBS_PCF_DEVICE_MGMT_SUP;
 	attr->max_msg_sz = SZ_2G;
 	attr->active_width = IB_WIDTH_4X;
 	attr->active_speed = IB_SPEED_FDR;
-	return 0;
-}
-
-int viw_query_gid(struct ib_device *ibdev, u32 port, int index,
-		  union ib_gid *gid)
-{
-	struct viw_device *vdev = to_viw_dev(ibdev);
-
-	if (index != 0)
-		return -EINVAL;
-	/* iWARP devices report their MAC address as GID. */
-	memset(gid, 0, sizeof(*gid));
-	spin_lock(&vdev->mac_lock);
-	memcpy(gid->raw, vdev->mac, ETH_ALEN);
-	spin_unlock(&vdev->mac_lock);
 	return 0;
 }
 
@@ -89,7 +74,7 @@ int viw_get_port_immutable(struct ib_device *ibdev, u32 port,
 			   struct ib_port_immutable *immutable)
 {
 	immutable->core_cap_flags = RDMA_CORE_PORT_IWARP;
-	immutable->gid_tbl_len = 1;
+	immutable->gid_tbl_len = VIW_GID_TBL_LEN;
 	immutable->pkey_tbl_len = 1;
 	return 0;
 }

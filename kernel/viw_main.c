@@ -62,6 +62,7 @@ static void viw_dealloc_driver(struct ib_device *ibdev)
 	for (i = 0; i < VIW_OBJ_MAX; i++)
 		WARN_ON_ONCE(atomic_read(&vdev->obj_count[i]));
 	viw_debugfs_remove_device(vdev);
+	viw_direct_free_device(vdev);
 	xa_destroy(&vdev->qp_xa);
 	xa_destroy(&vdev->mr_xa);
 
@@ -253,6 +254,7 @@ static int viw_newlink(const char *ibdev_name, struct net_device *ndev)
 	}
 
 	viw_debugfs_add_device(vdev);
+	viw_direct_add_device(vdev);
 	get_device(&vdev->ibdev.dev);
 	mutex_lock(&viw_devices_lock);
 	list_add_tail(&vdev->list, &viw_devices);
@@ -330,6 +332,8 @@ static int viw_netdev_event(struct notifier_block *nb, unsigned long event,
 		viw_port_event(vdev, IB_EVENT_GID_CHANGE);
 		break;
 	case NETDEV_UNREGISTER:
+		/* Its namespace may be going: close the listener in it now. */
+		viw_direct_remove_device(vdev);
 		/* The core drops its netdev reference during unregistration. */
 		ib_unregister_device_queued(&vdev->ibdev);
 		break;
@@ -363,11 +367,16 @@ static int __init viw_init(void)
 	rv = register_netdevice_notifier(&viw_netdev_nb);
 	if (rv)
 		goto err_tx;
+	rv = viw_gid_init();
+	if (rv)
+		goto err_netdev;
 	viw_debugfs_init();
 	rdma_link_register(&viw_link_ops);
 	pr_info("viw: loaded, host interface ABI %d\n", VIW_ABI_VERSION);
 	return 0;
 
+err_netdev:
+	unregister_netdevice_notifier(&viw_netdev_nb);
 err_tx:
 	viw_tx_exit();
 err_cm:
@@ -378,6 +387,7 @@ err_cm:
 static void __exit viw_exit(void)
 {
 	rdma_link_unregister(&viw_link_ops);
+	viw_gid_exit();
 	unregister_netdevice_notifier(&viw_netdev_nb);
 	viw_reap_devices(true);
 	viw_debugfs_exit();

@@ -8,6 +8,7 @@
  * before modify_qp returns: every outstanding WQE completes, in posting
  * order, with FLUSH_ERR.
  */
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -21,7 +22,18 @@
 #define VIW_QP_ATTR_SUPPORTED                                                  \
 	(IB_QP_STATE | IB_QP_CUR_STATE | IB_QP_ACCESS_FLAGS |                  \
 	 IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_MAX_QP_RD_ATOMIC |              \
-	 IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_EN_SQD_ASYNC_NOTIFY)
+	 IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_EN_SQD_ASYNC_NOTIFY |                \
+	 VIW_QP_ATTR_IB)
+
+/*
+ * InfiniBand transport attributes: kept and reported back, and for a
+ * modify_qp connection the address vector and destination QP say whom to
+ * connect to and timeout/retry_cnt bound the attempt (viw_direct.c).
+ */
+#define VIW_QP_ATTR_IB                                                         \
+	(IB_QP_AV | IB_QP_PATH_MTU | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |         \
+	 IB_QP_RNR_RETRY | IB_QP_RQ_PSN | IB_QP_MIN_RNR_TIMER |                \
+	 IB_QP_SQ_PSN | IB_QP_DEST_QPN)
 
 static void viw_qp_err_work(struct work_struct *work);
 
@@ -103,7 +115,11 @@ int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	qp->scq = to_viw_cq(attr->send_cq);
 	qp->rcq = to_viw_cq(attr->recv_cq);
 	qp->srq = attr->srq ? to_viw_srq(attr->srq) : NULL;
-	qp->state = IB_QPS_RESET;
+	/*
+	 * RDMAC verbs have no RESET: a new QP is IDLE, which verbs call INIT
+	 * (as siw reports it, and as rdma-core's tests expect of an RNIC).
+	 */
+	qp->state = IB_QPS_INIT;
 	qp->sq_sig_all = attr->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->max_inline = VIW_MAX_INLINE;
 	mutex_init(&qp->state_lock);
@@ -182,6 +198,7 @@ static void viw_qp_error_locked(struct viw_qp *qp)
 	viw_rq_flush(qp);
 	if (qp->srq)
 		viw_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+	viw_direct_qp_error(qp);
 	/* A connected QP in ERROR aborts its connection. */
 	if (qp->cep)
 		viw_cep_post_event(qp->cep, VIW_CEP_EV_ABORT);
@@ -215,6 +232,12 @@ static bool viw_qp_transition_ok(enum ib_qp_state cur, enum ib_qp_state next)
 	}
 }
 
+/* A modify_qp connection's QP goes to RTS by modify_qp. */
+static bool viw_qp_direct_rts(struct viw_qp *qp, enum ib_qp_state next)
+{
+	return qp->direct && qp->state == IB_QPS_RTR && next == IB_QPS_RTS;
+}
+
 static int viw_qp_check_attr(struct viw_qp *qp, struct ib_qp_attr *attr,
 			     int mask)
 {
@@ -223,7 +246,8 @@ static int viw_qp_check_attr(struct viw_qp *qp, struct ib_qp_attr *attr,
 	if ((mask & IB_QP_CUR_STATE) && attr->cur_qp_state != qp->state)
 		return -EINVAL;
 	if ((mask & IB_QP_STATE) &&
-	    !viw_qp_transition_ok(qp->state, attr->qp_state))
+	    !viw_qp_transition_ok(qp->state, attr->qp_state) &&
+	    !viw_qp_direct_rts(qp, attr->qp_state))
 		return -EINVAL;
 	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index != 0)
 		return -EINVAL;
@@ -253,27 +277,110 @@ static void viw_qp_set_state_locked(struct viw_qp *qp, enum ib_qp_state next)
 	WRITE_ONCE(qp->state, next);
 }
 
+/* Keep the IB attributes to report them back (struct viw_qp_ib_attrs). */
+static void viw_qp_save_ib(struct viw_qp *qp, struct ib_qp_attr *attr,
+			   int mask)
+{
+	struct viw_qp_ib_attrs *ib = &qp->ib;
+
+	if (mask & IB_QP_AV) {
+		const struct rdma_ah_attr *ah = &attr->ah_attr;
+
+		ib->ah_flags = rdma_ah_get_ah_flags(ah);
+		ib->sl = rdma_ah_get_sl(ah);
+		ib->static_rate = rdma_ah_get_static_rate(ah);
+		ib->port_num = rdma_ah_get_port_num(ah);
+		ib->grh = ah->grh;
+		ib->grh.sgid_attr = NULL;
+	}
+	if (mask & IB_QP_PATH_MTU)
+		ib->path_mtu = attr->path_mtu;
+	if (mask & IB_QP_TIMEOUT)
+		ib->timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		ib->retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		ib->rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		ib->min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_RQ_PSN)
+		ib->rq_psn = attr->rq_psn & 0xffffff;
+	if (mask & IB_QP_SQ_PSN)
+		ib->sq_psn = attr->sq_psn & 0xffffff;
+	if (mask & IB_QP_DEST_QPN)
+		ib->dest_qp_num = attr->dest_qp_num & 0xffffff;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		ib->max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		ib->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+}
+
 int viw_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		  struct ib_udata *udata)
 {
 	struct viw_qp *qp = to_viw_qp(ibqp);
+	bool start = false, kick = false;
 	int rv;
 
 	mutex_lock(&qp->state_lock);
 	rv = viw_qp_check_attr(qp, attr, mask);
+	if (!rv)
+		rv = viw_direct_modify(qp, attr, mask);
 	if (rv)
 		goto out;
+	viw_qp_save_ib(qp, attr, mask);
 	if (mask & IB_QP_ACCESS_FLAGS)
 		qp->access = attr->qp_access_flags;
-	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+	/*
+	 * A modify_qp connection tells the peer the device's IRD and ORD
+	 * (viw_direct.c); what the consumer sets is only reported back.
+	 */
+	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) && !qp->direct)
 		qp->ord = attr->max_rd_atomic;
-	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) && !qp->direct)
 		qp->ird = attr->max_dest_rd_atomic;
+	/* RESET ends a modify_qp connection as ERROR does, flushing first. */
+	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RESET &&
+	    qp->direct && qp->state != IB_QPS_ERR)
+		viw_qp_error_locked(qp);
 	if (mask & IB_QP_STATE)
 		viw_qp_set_state_locked(qp, attr->qp_state);
+	start = qp->direct && qp->state == IB_QPS_RTR && !qp->direct_started;
+	if (start)
+		qp->direct_started = true;
+	kick = qp->direct && qp->state == IB_QPS_RTS;
 out:
 	mutex_unlock(&qp->state_lock);
+	if (start)
+		viw_direct_start(qp);
+	/* WRs posted before RTS, or before the stream came up, go now. */
+	if (kick)
+		viw_tx_kick(qp);
 	return rv;
+}
+
+/* The IB attributes as modify_qp set them. */
+static void viw_query_ib(struct viw_qp *qp, struct ib_qp_attr *attr)
+{
+	struct viw_qp_ib_attrs *ib = &qp->ib;
+	struct rdma_ah_attr *ah = &attr->ah_attr;
+
+	attr->path_mtu = ib->path_mtu ? ib->path_mtu : IB_MTU_4096;
+	attr->timeout = ib->timeout;
+	attr->retry_cnt = ib->retry_cnt;
+	attr->rnr_retry = ib->rnr_retry;
+	attr->min_rnr_timer = ib->min_rnr_timer;
+	attr->rq_psn = ib->rq_psn;
+	attr->sq_psn = ib->sq_psn;
+	attr->dest_qp_num = ib->dest_qp_num;
+	ah->type = rdma_ah_find_type(qp->ibqp.device, 1);
+	rdma_ah_set_sl(ah, ib->sl);
+	rdma_ah_set_static_rate(ah, ib->static_rate);
+	rdma_ah_set_port_num(ah, ib->port_num ? ib->port_num : 1);
+	if (ib->ah_flags & IB_AH_GRH)
+		rdma_ah_set_grh(ah, &ib->grh.dgid, ib->grh.flow_label,
+				ib->grh.sgid_index, ib->grh.hop_limit,
+				ib->grh.traffic_class);
 }
 
 int viw_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
@@ -293,11 +400,12 @@ int viw_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->qp_state = READ_ONCE(qp->state);
 	attr->cur_qp_state = attr->qp_state;
 	attr->qp_access_flags = qp->access;
-	attr->max_rd_atomic = qp->ord;
-	attr->max_dest_rd_atomic = qp->ird;
+	attr->max_rd_atomic = qp->direct ? qp->ib.max_rd_atomic : qp->ord;
+	attr->max_dest_rd_atomic = qp->direct ? qp->ib.max_dest_rd_atomic :
+						qp->ird;
 	attr->port_num = 1;
-	attr->path_mtu = IB_MTU_4096;
 	attr->cap = cap;
+	viw_query_ib(qp, attr);
 
 	init_attr->qp_type = IB_QPT_RC;
 	init_attr->send_cq = ibqp->send_cq;
@@ -328,6 +436,7 @@ int viw_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	viw_tx_abort(qp);
 	viw_rx_reset(qp);
 	viw_rd_reset(qp);
+	viw_direct_qp_destroy(qp);
 	viw_wq_free(&qp->rq);
 	viw_wq_free(&qp->sq);
 	free_page((unsigned long)qp->tx_buf);
@@ -376,18 +485,45 @@ void viw_iw_rem_ref(struct ib_qp *ibqp)
 	viw_qp_put(to_viw_qp(ibqp));
 }
 
+/*
+ * iw_cm looks a QP up by the number rdma_connect or rdma_accept names, in
+ * the context of the process that called them: only that process's own
+ * QPs may be named, never another's (its creator, as restrack records
+ * it).  A modify_qp connection needs no such check: modify_qp acts on the
+ * caller's own QP handle.
+ */
+static bool viw_qp_owned_by_current(struct viw_qp *qp)
+{
+	struct task_struct *owner = qp->ibqp.res.task;
+
+	return owner && same_thread_group(owner, current);
+}
+
 struct ib_qp *viw_iw_get_qp(struct ib_device *ibdev, int qpn)
 {
 	struct viw_qp *qp = viw_qp_lookup(to_viw_dev(ibdev), qpn);
 
 	if (!qp)
 		return NULL;
+	if (!viw_qp_owned_by_current(qp)) {
+		viw_qp_put(qp);
+		return NULL;
+	}
 	/* The caller takes its own reference with iw_add_ref. */
 	viw_qp_put(qp);
 	return &qp->ibqp;
 }
 
 /* ---- connection -------------------------------------------------------- */
+
+static bool viw_qp_can_connect(struct viw_qp *qp, struct viw_cep *cep)
+{
+	if (qp->cep || !qp->direct != !cep->direct)
+		return false;
+	if (qp->direct)
+		return qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS;
+	return qp->state == IB_QPS_INIT || qp->state == IB_QPS_RTR;
+}
 
 /**
  * viw_qp_connect - bind a QP to an established MPA connection
@@ -406,8 +542,8 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 	int rv = 0;
 
 	mutex_lock(&qp->state_lock);
-	if ((qp->state != IB_QPS_INIT && qp->state != IB_QPS_RTR) ||
-	    qp->cep) {
+	/* A QP is iw_cm's or modify_qp's, never both. */
+	if (!viw_qp_can_connect(qp, cep)) {
 		rv = -EINVAL;
 		goto out;
 	}
@@ -418,6 +554,9 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 	qp->mulpdu = conn->mulpdu;
 	qp->ord = conn->ord;
 	qp->ird = conn->ird;
+	/* One may use fewer READs than the peer allows, never more. */
+	if (qp->direct && qp->ib.max_rd_atomic)
+		qp->ord = min(qp->ord, qp->ib.max_rd_atomic);
 	qp->rtr_expected = conn->rtr_expect;
 	qp->tx_msn_send = 1;
 	qp->tx_msn_rreq = 1;
@@ -428,7 +567,9 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 	qp->term_pending = false;
 	qp->term_sent = false;
 	viw_qp_set_kflags(qp, 0);
-	WRITE_ONCE(qp->state, IB_QPS_RTS);
+	/* modify_qp alone moves a modify_qp connection's QP. */
+	if (!qp->direct)
+		WRITE_ONCE(qp->state, IB_QPS_RTS);
 	viw_count(qp->vdev, VIW_CNT_CONNECTS, 1);
 	ibdev_dbg(qp->ibqp.device, "QP %u: RTS, ord %u ird %u crc %d mulpdu %u\n",
 		  qp->ibqp.qp_num, qp->ord, qp->ird, qp->crc, qp->mulpdu);
@@ -499,7 +640,8 @@ static void viw_qp_err_work(struct work_struct *work)
 	struct viw_qp *qp = container_of(work, struct viw_qp, err_work);
 
 	mutex_lock(&qp->state_lock);
-	if (qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD) {
+	if (qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD ||
+	    (qp->state == IB_QPS_RTR && qp->cep)) {
 		WRITE_ONCE(qp->state, IB_QPS_SQE);
 		viw_qp_send_terminate(qp);
 		viw_qp_error_locked(qp);

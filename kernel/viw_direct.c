@@ -1,0 +1,633 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw: connections made by modify_qp, without iw_cm (docs/semantics.md,
+ * "Connections made by modify_qp").
+ *
+ * A consumer that moves an RC QP from INIT to RTR with an address vector
+ * (GRH: sgid_index of one of the device's IP GIDs, dgid the peer's) and a
+ * destination QP number asks viw to make the connection itself.  Both
+ * sides compare (local GID, local QPN) with (remote GID, remote QPN), GIDs
+ * as 16 bytes in network order first: the side with the smaller pair
+ * connects, the other accepts.  Every device listens on TCP port
+ * VIW_DIRECT_PORT of its netdev's namespace, bound to the netdev.  The
+ * MPA request and reply carry struct viw_direct_pdata: a marker and both
+ * QP numbers, so the acceptor hands the stream to the QP it names, and
+ * only if that QP expects exactly this peer (address and QP number).
+ *
+ * The connection itself is an ordinary CEP of viw_cm.c and the QP the same
+ * state machine as for iw_cm; the QP state follows modify_qp only: a
+ * stream that comes up in RTR receives, and sends wait for RTS.  If the
+ * stream is not up within the QP's bound (timeout and retry_cnt), or it
+ * fails, the QP goes to ERROR and the consumer gets IB_EVENT_QP_FATAL.
+ */
+#include <linux/inet.h>
+#include <linux/tcp.h>
+#include <net/addrconf.h>
+#include <net/ipv6.h>
+#include <net/sock.h>
+
+#include "viw.h"
+#include "viw_cm.h"
+
+/* Requests for QPs not yet in RTR a device holds at most. */
+#define VIW_DIRECT_MAX_PENDING	64
+/* The connection bound without a timeout attribute, and its limits. */
+#define VIW_DIRECT_WAIT_DEFAULT	(15 * HZ)
+#define VIW_DIRECT_WAIT_MIN	(4 * HZ)
+#define VIW_DIRECT_WAIT_MAX	(60 * HZ)
+
+static const u8 viw_direct_magic[4] = { 'v', 'i', 'w', 'D' };
+
+struct viw_direct_dev {
+	struct mutex lock;		/* pending, and the QPs' accepting flag */
+	struct viw_cep *listener;
+	struct list_head pending;	/* CEPs (pend_entry), referenced */
+	int num_pending;
+};
+
+struct viw_direct_qp {
+	struct viw_qp *qp;
+	bool active;
+	bool accepting;			/* passive, in RTR: under dd->lock */
+	struct sockaddr_storage laddr;
+	struct sockaddr_storage raddr;	/* port VIW_DIRECT_PORT if active */
+	struct viw_cep *cep;		/* active: the connecting CEP */
+	unsigned long start;		/* jiffies at RTR */
+	struct delayed_work deadline;
+};
+
+/* ---- addresses ------------------------------------------------------------ */
+
+static void viw_gid_to_sa(const union ib_gid *gid, int ifindex, u16 port,
+			  struct sockaddr_storage *ss)
+{
+	const struct in6_addr *a = (const struct in6_addr *)gid->raw;
+
+	memset(ss, 0, sizeof(*ss));
+	if (ipv6_addr_v4mapped(a)) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_addr.s_addr = a->s6_addr32[3];
+		sin->sin_port = htons(port);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_addr = *a;
+		sin6->sin6_port = htons(port);
+		if (ipv6_addr_type(a) & IPV6_ADDR_LINKLOCAL)
+			sin6->sin6_scope_id = ifindex;
+	}
+}
+
+/* The address of @sa as a GID (IPv4 mapped). */
+static void viw_sa_to_gid(const struct sockaddr_storage *ss,
+			  union ib_gid *gid)
+{
+	memset(gid, 0, sizeof(*gid));
+	if (ss->ss_family == AF_INET)
+		ipv6_addr_set_v4mapped(((const struct sockaddr_in *)ss)->sin_addr.s_addr,
+				       (struct in6_addr *)gid->raw);
+	else
+		memcpy(gid->raw, &((const struct sockaddr_in6 *)ss)->sin6_addr,
+		       sizeof(*gid));
+}
+
+static int viw_sa_len(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) :
+					  sizeof(struct sockaddr_in6);
+}
+
+/*
+ * Who connects: the side whose (GID, QPN) is smaller.  Both sides see the
+ * same two pairs, swapped, and so agree.
+ */
+static bool viw_direct_is_active(const union ib_gid *lgid, u32 lqpn,
+				 const union ib_gid *rgid, u32 rqpn)
+{
+	int c = memcmp(lgid->raw, rgid->raw, sizeof(lgid->raw));
+
+	return c < 0 || (c == 0 && lqpn < rqpn);
+}
+
+/* ---- events and failure --------------------------------------------------- */
+
+static void viw_direct_event(struct viw_qp *qp, enum ib_event_type type)
+{
+	struct ib_event event = {
+		.device = qp->ibqp.device,
+		.event = type,
+		.element.qp = &qp->ibqp,
+	};
+
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&event, qp->ibqp.qp_context);
+}
+
+/*
+ * The connection could not be made or broke before the consumer ended it:
+ * the QP goes to ERROR (flushing its WRs) and the consumer learns of it.
+ * Nothing is raised when the QP was in ERROR already, the consumer's
+ * doing.
+ */
+static void viw_direct_fail(struct viw_qp *qp, int status)
+{
+	bool raise;
+
+	mutex_lock(&qp->state_lock);
+	raise = qp->state != IB_QPS_ERR;
+	mutex_unlock(&qp->state_lock);
+	if (!raise)
+		return;
+	ibdev_dbg(qp->ibqp.device, "QP %u: modify_qp connection failed: %d\n",
+		  qp->ibqp.qp_num, status);
+	viw_qp_enter_error(qp);
+	viw_direct_event(qp, IB_EVENT_QP_FATAL);
+}
+
+/* Called by viw_cm.c: a direct connect attempt failed. */
+void viw_direct_failed(struct viw_qp *qp, int status)
+{
+	viw_direct_fail(qp, status);
+}
+
+/* Called by viw_cm.c: an established direct connection ended. */
+void viw_direct_lost(struct viw_qp *qp)
+{
+	viw_direct_fail(qp, -ECONNRESET);
+}
+
+static void viw_direct_deadline(struct work_struct *work)
+{
+	struct viw_direct_qp *dq = container_of(to_delayed_work(work),
+						struct viw_direct_qp,
+						deadline);
+
+	if (!READ_ONCE(dq->qp->cep))
+		viw_direct_fail(dq->qp, -ETIMEDOUT);
+}
+
+/*
+ * How long the stream may take to come up: 4.096 us * 2^timeout per try,
+ * retry_cnt + 1 tries, as the IB attributes say, within [4 s, 60 s].
+ */
+static unsigned long viw_direct_bound(const struct viw_qp_ib_attrs *ib)
+{
+	u64 ns;
+
+	if (!ib->timeout)
+		return VIW_DIRECT_WAIT_DEFAULT;
+	ns = (4096ULL << min_t(u8, ib->timeout, 31)) * (ib->retry_cnt + 1);
+	return clamp_t(u64, nsecs_to_jiffies64(ns), VIW_DIRECT_WAIT_MIN,
+		       VIW_DIRECT_WAIT_MAX);
+}
+
+static void viw_direct_arm(struct viw_direct_qp *dq)
+{
+	unsigned long until = dq->start + viw_direct_bound(&dq->qp->ib);
+	unsigned long now = jiffies;
+
+	mod_delayed_work(system_wq, &dq->deadline,
+			 time_after(until, now) ? until - now : 0);
+}
+
+/* ---- modify_qp ------------------------------------------------------------ */
+
+/**
+ * viw_direct_modify - check a modify_qp and note what it means for the
+ *	connection; state_lock held
+ * @qp: the QP
+ * @attr: the attributes
+ * @mask: which of them are set
+ *
+ * INIT->RTR with IB_QP_AV makes @qp a modify_qp QP; RTR->RTS with a
+ * timeout moves its deadline.
+ * Return: 0, or -EINVAL if the attributes cannot make a connection.
+ */
+int viw_direct_modify(struct viw_qp *qp, struct ib_qp_attr *attr, int mask)
+{
+	struct net_device *ndev = qp->vdev->netdev;
+	const struct ib_global_route *grh = &attr->ah_attr.grh;
+	struct viw_direct_qp *dq;
+	union ib_gid sgid;
+	bool active;
+
+	if (!(mask & IB_QP_STATE))
+		return 0;
+	if (attr->qp_state == IB_QPS_RTS && qp->direct) {
+		if (qp->state == IB_QPS_RTR && (mask & IB_QP_TIMEOUT)) {
+			qp->ib.timeout = attr->timeout;
+			if (mask & IB_QP_RETRY_CNT)
+				qp->ib.retry_cnt = attr->retry_cnt;
+			viw_direct_arm(qp->direct);
+		}
+		return 0;
+	}
+	if (attr->qp_state != IB_QPS_RTR || qp->state != IB_QPS_INIT ||
+	    !(mask & IB_QP_AV))
+		return 0;
+	/* One connection per QP; iw_cm's QPs are never in RTR here. */
+	if (qp->direct || qp->cep || !(mask & IB_QP_DEST_QPN) ||
+	    !(rdma_ah_get_ah_flags(&attr->ah_attr) & IB_AH_GRH))
+		return -EINVAL;
+	if (grh->sgid_index == 0 ||
+	    viw_query_gid(&qp->vdev->ibdev, 1, grh->sgid_index, &sgid) ||
+	    ipv6_addr_any((struct in6_addr *)sgid.raw) ||
+	    ipv6_addr_v4mapped((struct in6_addr *)sgid.raw) !=
+	    ipv6_addr_v4mapped((const struct in6_addr *)grh->dgid.raw) ||
+	    ipv6_addr_any((const struct in6_addr *)grh->dgid.raw))
+		return -EINVAL;
+	active = viw_direct_is_active(&sgid, qp->ibqp.qp_num, &grh->dgid,
+				      attr->dest_qp_num);
+	/* A QP cannot be its own peer. */
+	if (!active && !memcmp(&sgid, &grh->dgid, sizeof(sgid)) &&
+	    attr->dest_qp_num == qp->ibqp.qp_num)
+		return -EINVAL;
+
+	dq = kzalloc(sizeof(*dq), GFP_KERNEL);
+	if (!dq)
+		return -ENOMEM;
+	dq->qp = qp;
+	dq->active = active;
+	dq->start = jiffies;
+	INIT_DELAYED_WORK(&dq->deadline, viw_direct_deadline);
+	viw_gid_to_sa(&sgid, ndev->ifindex, 0, &dq->laddr);
+	viw_gid_to_sa(&grh->dgid, ndev->ifindex, active ? VIW_DIRECT_PORT : 0,
+		      &dq->raddr);
+	qp->direct = dq;
+	return 0;
+}
+
+/* ---- passive side ---------------------------------------------------------- */
+
+static bool viw_direct_pdata_ok(const struct viw_direct_pdata *pd)
+{
+	return !memcmp(pd->magic, viw_direct_magic, sizeof(pd->magic)) &&
+	       pd->version == VIW_DIRECT_VERSION;
+}
+
+static void viw_direct_fill(struct viw_direct_pdata *pd, u32 src, u32 dst)
+{
+	memset(pd, 0, sizeof(*pd));
+	memcpy(pd->magic, viw_direct_magic, sizeof(pd->magic));
+	pd->version = VIW_DIRECT_VERSION;
+	pd->src_qpn = cpu_to_be32(src);
+	pd->dst_qpn = cpu_to_be32(dst);
+}
+
+/* Does passive @qp expect the request in @cep?  dd->lock held. */
+static bool viw_direct_match(struct viw_qp *qp, struct viw_cep *cep)
+{
+	struct viw_direct_qp *dq = qp->direct;
+	union ib_gid peer;
+
+	if (!dq || dq->active || !dq->accepting || READ_ONCE(qp->cep))
+		return false;
+	viw_sa_to_gid(&cep->direct_peer, &peer);
+	return cep->direct_src == qp->ib.dest_qp_num &&
+	       !memcmp(&peer, &qp->ib.grh.dgid, sizeof(peer));
+}
+
+/*
+ * May a request for @qp wait?  Only until @qp reaches RTR as acceptor:
+ * the QP may have no modify_qp state yet, or have it from a modify_qp
+ * that has not yet started accepting.  dd->lock held; the caller's QP
+ * reference keeps qp->direct.
+ */
+static bool viw_direct_may_wait(struct viw_qp *qp)
+{
+	struct viw_direct_qp *dq = READ_ONCE(qp->direct);
+
+	if (READ_ONCE(qp->state) == IB_QPS_ERR || READ_ONCE(qp->cep))
+		return false;
+	return !dq || (!dq->active && !dq->accepting);
+}
+
+static int viw_direct_do_accept(struct viw_cep *cep, struct viw_qp *qp)
+{
+	struct viw_direct_pdata pd;
+
+	viw_direct_fill(&pd, qp->ibqp.qp_num, cep->direct_src);
+	return viw_cep_direct_accept(cep, qp, &pd, sizeof(pd));
+}
+
+/* Refuse a request that waited, and drop the waiting list's reference. */
+static void viw_direct_reject_unlocked(struct viw_cep *cep)
+{
+	mutex_lock(&cep->lock);
+	viw_cep_direct_reject(cep);
+	mutex_unlock(&cep->lock);
+	viw_cep_put(cep);
+}
+
+/* Drop the pending requests that ended (timed out or closed). */
+static void viw_direct_prune(struct viw_direct_dev *dd)
+{
+	struct viw_cep *cep, *next;
+
+	list_for_each_entry_safe(cep, next, &dd->pending, pend_entry) {
+		if (viw_cep_direct_waiting(cep))
+			continue;
+		list_del_init(&cep->pend_entry);
+		dd->num_pending--;
+		viw_cep_put(cep);
+	}
+}
+
+/**
+ * viw_direct_request - an MPA request arrived on the device's listener
+ * @cep: its CEP, lock held, the request read
+ *
+ * Accepts it for the QP it names if that QP waits for it, keeps it (for a
+ * bounded time) if the QP is not yet in RTR, or rejects it.
+ */
+void viw_direct_request(struct viw_cep *cep)
+{
+	struct viw_direct_dev *dd = cep->vdev->direct;
+	const struct viw_direct_pdata *pd;
+	struct viw_qp *qp;
+	bool accept = false;
+	u16 len;
+
+	pd = viw_cep_direct_pdata(cep, false, &len);
+	if (!dd || !pd || len < sizeof(*pd) || !viw_direct_pdata_ok(pd) ||
+	    kernel_getpeername(cep->sock, (struct sockaddr *)&cep->direct_peer) < 0) {
+		viw_cep_direct_reject(cep);
+		return;
+	}
+	cep->direct_src = be32_to_cpu(pd->src_qpn);
+	cep->direct_dst = be32_to_cpu(pd->dst_qpn);
+	qp = viw_qp_lookup(cep->vdev, cep->direct_dst);
+	if (!qp) {
+		viw_cep_direct_reject(cep);
+		return;
+	}
+
+	mutex_lock(&dd->lock);
+	if (viw_direct_match(qp, cep)) {
+		accept = true;
+	} else if (viw_direct_may_wait(qp) &&
+		   dd->num_pending < VIW_DIRECT_MAX_PENDING) {
+		/* The QP is not in RTR yet: the request waits for it. */
+		viw_cep_direct_hold(cep, VIW_DIRECT_WAIT_MAX);
+		viw_cep_get(cep);
+		list_add_tail(&cep->pend_entry, &dd->pending);
+		dd->num_pending++;
+		viw_qp_put(qp);
+		qp = NULL;
+	}
+	mutex_unlock(&dd->lock);
+	if (accept) {
+		viw_cep_direct_hold(cep, VIW_DIRECT_WAIT_MAX);
+		/*
+		 * The QP reference goes to the CEP.  If the stream broke
+		 * meanwhile, the QP waits for another until its deadline.
+		 */
+		viw_direct_do_accept(cep, qp);
+	} else if (qp) {
+		viw_qp_put(qp);
+		viw_cep_direct_reject(cep);
+	}
+}
+
+/* Passive @qp reached RTR: take a request that waits for it. */
+static void viw_direct_passive_start(struct viw_qp *qp)
+{
+	struct viw_direct_dev *dd = qp->vdev->direct;
+	struct viw_cep *cep, *next, *found = NULL;
+	LIST_HEAD(reject);
+	int rv;
+
+	if (!dd)
+		return;
+	mutex_lock(&dd->lock);
+	qp->direct->accepting = true;
+	viw_direct_prune(dd);
+	list_for_each_entry_safe(cep, next, &dd->pending, pend_entry) {
+		if (cep->direct_dst != qp->ibqp.qp_num)
+			continue;
+		list_del_init(&cep->pend_entry);
+		dd->num_pending--;
+		/* Another peer naming this QP is refused. */
+		if (found || !viw_direct_match(qp, cep))
+			list_add_tail(&cep->pend_entry, &reject);
+		else
+			found = cep;
+	}
+	mutex_unlock(&dd->lock);
+
+	list_for_each_entry_safe(cep, next, &reject, pend_entry) {
+		list_del_init(&cep->pend_entry);
+		viw_direct_reject_unlocked(cep);
+	}
+	if (!found)
+		return;
+	viw_qp_get(qp);
+	mutex_lock(&found->lock);
+	rv = viw_direct_do_accept(found, qp);
+	mutex_unlock(&found->lock);
+	viw_cep_put(found);
+	/* The peer gave up before: the QP waits for another attempt. */
+	if (rv)
+		ibdev_dbg(qp->ibqp.device, "QP %u: waiting request gone: %d\n",
+			  qp->ibqp.qp_num, rv);
+}
+
+/* ---- active side ----------------------------------------------------------- */
+
+static int viw_direct_active_start(struct viw_qp *qp)
+{
+	struct viw_direct_qp *dq = qp->direct;
+	struct net *net = dev_net(qp->vdev->netdev);
+	struct viw_direct_pdata pd;
+	struct socket *sock;
+	int rv;
+
+	/* A user socket: it holds the namespace while it lives. */
+	rv = __sock_create(net, dq->raddr.ss_family, SOCK_STREAM, IPPROTO_TCP,
+			   &sock, 0);
+	if (rv)
+		return rv;
+	viw_direct_fill(&pd, qp->ibqp.qp_num, qp->ib.dest_qp_num);
+	rv = viw_cep_direct_connect(qp, sock, &dq->laddr, &dq->raddr,
+				    viw_sa_len(&dq->raddr), &pd, sizeof(pd),
+				    viw_direct_bound(&qp->ib), &dq->cep);
+	ibdev_dbg(qp->ibqp.device, "QP %u: connecting to %pISpc QP %u: %d\n",
+		  qp->ibqp.qp_num, &dq->raddr, qp->ib.dest_qp_num, rv);
+	return rv;
+}
+
+/**
+ * viw_direct_start - start connecting or accepting, once, after the
+ *	modify_qp that moved @qp to RTR (not under state_lock)
+ * @qp: the QP
+ */
+void viw_direct_start(struct viw_qp *qp)
+{
+	struct viw_direct_qp *dq = qp->direct;
+	int rv;
+
+	viw_direct_arm(dq);
+	if (!dq->active) {
+		viw_direct_passive_start(qp);
+		return;
+	}
+	rv = viw_direct_active_start(qp);
+	if (rv)
+		viw_direct_fail(qp, rv);
+}
+
+/* Reply of the acceptor: the marker and both QP numbers, swapped. */
+int viw_direct_check_reply(struct viw_cep *cep)
+{
+	const struct viw_direct_pdata *pd;
+	struct viw_qp *qp = cep->qp;
+	u16 len;
+
+	pd = viw_cep_direct_pdata(cep, true, &len);
+	if (!pd || len < sizeof(*pd) || !viw_direct_pdata_ok(pd) ||
+	    be32_to_cpu(pd->src_qpn) != qp->ib.dest_qp_num ||
+	    be32_to_cpu(pd->dst_qpn) != qp->ibqp.qp_num) {
+		ibdev_info_ratelimited(qp->ibqp.device,
+				       "QP %u: the peer is no viw modify_qp acceptor\n",
+				       qp->ibqp.qp_num);
+		return -ECONNREFUSED;
+	}
+	return 0;
+}
+
+/* The QP went to ERROR (state_lock held): stop what is under way. */
+void viw_direct_qp_error(struct viw_qp *qp)
+{
+	struct viw_direct_qp *dq = qp->direct;
+
+	if (!dq)
+		return;
+	cancel_delayed_work(&dq->deadline);
+	if (dq->cep)
+		viw_cep_post_event(dq->cep, VIW_CEP_EV_ABORT);
+}
+
+/* destroy_qp, after the QP was released by its connection. */
+void viw_direct_qp_destroy(struct viw_qp *qp)
+{
+	struct viw_direct_qp *dq = qp->direct;
+
+	if (!dq)
+		return;
+	cancel_delayed_work_sync(&dq->deadline);
+	if (dq->cep)
+		viw_cep_put(dq->cep);
+	qp->direct = NULL;
+	kfree(dq);
+}
+
+/* ---- the device's listener ------------------------------------------------ */
+
+static int viw_direct_listen_sock(struct viw_device *vdev, int family,
+				  struct socket **out)
+{
+	struct net_device *ndev = vdev->netdev;
+	struct sockaddr_storage ss = {};
+	struct socket *sock;
+	int rv;
+
+	/*
+	 * A kernel socket holds no reference on the namespace, so that the
+	 * namespace can go away: the netdev's unregistration, which comes
+	 * first, closes the listener (viw_direct_remove_device).
+	 */
+	rv = sock_create_kern(dev_net(ndev), family, SOCK_STREAM, IPPROTO_TCP,
+			      &sock);
+	if (rv)
+		return rv;
+	sock_set_reuseaddr(sock->sk);
+	sock->sk->sk_bound_dev_if = ndev->ifindex;
+	ss.ss_family = family;
+	if (family == AF_INET6) {
+		/* IPv4 peers too, as mapped addresses. */
+		lock_sock(sock->sk);
+		sock->sk->sk_ipv6only = false;
+		release_sock(sock->sk);
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons(VIW_DIRECT_PORT);
+	} else {
+		((struct sockaddr_in *)&ss)->sin_port = htons(VIW_DIRECT_PORT);
+	}
+	rv = kernel_bind(sock, (struct sockaddr *)&ss, viw_sa_len(&ss));
+	if (!rv)
+		rv = kernel_listen(sock, VIW_DIRECT_MAX_PENDING);
+	if (rv) {
+		sock_release(sock);
+		return rv;
+	}
+	*out = sock;
+	return 0;
+}
+
+int viw_direct_add_device(struct viw_device *vdev)
+{
+	struct viw_direct_dev *dd;
+	struct socket *sock;
+	int rv;
+
+	dd = kzalloc(sizeof(*dd), GFP_KERNEL);
+	if (!dd)
+		return -ENOMEM;
+	mutex_init(&dd->lock);
+	INIT_LIST_HEAD(&dd->pending);
+	rv = viw_direct_listen_sock(vdev, AF_INET6, &sock);
+	if (rv)
+		rv = viw_direct_listen_sock(vdev, AF_INET, &sock);
+	if (!rv) {
+		dd->listener = viw_cep_direct_listen(vdev, sock);
+		if (!dd->listener) {
+			sock_release(sock);
+			rv = -ENOMEM;
+		}
+	}
+	if (rv)
+		ibdev_warn(&vdev->ibdev,
+			   "no listener on port %u (%d): modify_qp connections to this device fail\n",
+			   VIW_DIRECT_PORT, rv);
+	vdev->direct = dd;
+	return 0;
+}
+
+void viw_direct_remove_device(struct viw_device *vdev)
+{
+	struct viw_direct_dev *dd = vdev->direct;
+	struct viw_cep *cep, *next, *lcep;
+	LIST_HEAD(drop);
+
+	if (!dd)
+		return;
+	mutex_lock(&dd->lock);
+	lcep = dd->listener;
+	dd->listener = NULL;
+	mutex_unlock(&dd->lock);
+	/* First the listener: after it, no request reaches dd. */
+	if (lcep)
+		viw_cep_direct_unlisten(lcep);
+	mutex_lock(&dd->lock);
+	list_splice_init(&dd->pending, &drop);
+	dd->num_pending = 0;
+	mutex_unlock(&dd->lock);
+	list_for_each_entry_safe(cep, next, &drop, pend_entry) {
+		list_del_init(&cep->pend_entry);
+		viw_direct_reject_unlocked(cep);
+	}
+}
+
+void viw_direct_free_device(struct viw_device *vdev)
+{
+	struct viw_direct_dev *dd = vdev->direct;
+
+	if (!dd)
+		return;
+	viw_direct_remove_device(vdev);
+	mutex_destroy(&dd->lock);
+	vdev->direct = NULL;
+	kfree(dd);
+}

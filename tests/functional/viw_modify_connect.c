@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw_modify_connect: one RC QP connected through modify_qp, the way
+ * ibv_rc_pingpong does it, with its outcome checked
+ * (tests/vm/guest/modify-connect-fail.sh; docs/semantics.md,
+ * "Connections made by modify_qp").
+ *
+ * The QP gets one receive in INIT, goes to RTR with an address vector
+ * (sgid index -g, dgid --dgid) and a destination QP (--dqpn N, or read
+ * from --dqpn-file), to RTS with --timeout/--retry, and posts one SEND.
+ *
+ *   --expect ok    the SEND and the receive complete with success (the
+ *                  peer runs this program too)
+ *   --expect fail  the connection cannot be made: IBV_EVENT_QP_FATAL
+ *                  arrives, the QP is in ERROR, and every WR, those posted
+ *                  before and one of each posted after, completes with
+ *                  IBV_WC_WR_FLUSH_ERR
+ *   --destroy-after MS, --exit-after MS
+ *                  destroy everything (or exit without cleaning up) MS
+ *                  milliseconds after RTR, while the connection is made
+ *
+ * Two more modes check that a process connects only its own QPs:
+ *   --hold SECS    create a QP in INIT, publish its number (--qpn-file)
+ *                  and keep it for SECS seconds (no -g/--dgid needed)
+ *   --cm-connect HOST:PORT --dqpn N
+ *                  rdma_connect() to an rdma_cm listener with no QP of
+ *                  its own and qp_num N, another process's QP: refused
+ *
+ * Output: "PASS name" / "FAIL name: why" lines, "N passed, N failed".
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "viw_test.h"
+
+#define BUF_SIZE 4096
+
+struct opts {
+	const char *dev;
+	int gid_index;
+	const char *dgid;
+	long dqpn;
+	const char *dqpn_file;
+	const char *qpn_file;
+	int timeout;
+	int retry;
+	const char *expect;
+	int destroy_after;
+	int exit_after;
+	int secs;
+	int hold;
+	const char *cm_connect;
+};
+
+struct res {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp;
+	char *buf;
+};
+
+static int open_dev(const char *name, struct res *r)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	int i;
+
+	for (i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			r->ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	return r->ctx ? 0 : -1;
+}
+
+static int setup(const struct opts *o, struct res *r)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.sq_sig_all = 1,
+	};
+
+	if (open_dev(o->dev, r))
+		return -1;
+	r->buf = calloc(1, BUF_SIZE);
+	r->pd = ibv_alloc_pd(r->ctx);
+	r->cq = r->pd ? ibv_create_cq(r->ctx, 16, NULL, NULL, 0) : NULL;
+	r->mr = r->cq ? ibv_reg_mr(r->pd, r->buf, BUF_SIZE,
+				   IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!r->buf || !r->mr)
+		return -1;
+	init.send_cq = r->cq;
+	init.recv_cq = r->cq;
+	r->qp = ibv_create_qp(r->pd, &init);
+	return r->qp ? 0 : -1;
+}
+
+static void teardown(struct res *r)
+{
+	if (r->qp)
+		ibv_destroy_qp(r->qp);
+	if (r->mr)
+		ibv_dereg_mr(r->mr);
+	if (r->cq)
+		ibv_destroy_cq(r->cq);
+	if (r->pd)
+		ibv_dealloc_pd(r->pd);
+	if (r->ctx)
+		ibv_close_device(r->ctx);
+	free(r->buf);
+}
+
+static int post_recv(struct res *r, uint64_t id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)r->buf, .length = 64,
+			       .lkey = r->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	return ibv_post_recv(r->qp, &wr, &bad);
+}
+
+static int post_send(struct res *r, uint64_t id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)r->buf + 2048, .length = 64,
+			       .lkey = r->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr *bad;
+
+	return ibv_post_send(r->qp, &wr, &bad);
+}
+
+static int parse_gid(const char *s, union ibv_gid *gid)
+{
+	struct in_addr a4;
+
+	memset(gid, 0, sizeof(*gid));
+	if (inet_pton(AF_INET, s, &a4) == 1) {
+		gid->raw[10] = 0xff;
+		gid->raw[11] = 0xff;
+		memcpy(&gid->raw[12], &a4, 4);
+		return 0;
+	}
+	return inet_pton(AF_INET6, s, gid->raw) == 1 ? 0 : -1;
+}
+
+/* The peer's QP number: given, or published by the peer in a file. */
+static long peer_qpn(const struct opts *o)
+{
+	long long deadline = vt_deadline_in(o->secs * 1000);
+	long n = -1;
+
+	if (!o->dqpn_file)
+		return o->dqpn;
+	while (n < 0 && vt_now_ms() < deadline) {
+		FILE *f = fopen(o->dqpn_file, "r");
+
+		if (f) {
+			if (fscanf(f, "%ld", &n) != 1)
+				n = -1;
+			fclose(f);
+		}
+		if (n < 0)
+			usleep(20000);
+	}
+	return n;
+}
+
+static void publish_qpn(const struct opts *o, uint32_t qpn)
+{
+	char tmp[4096];
+	FILE *f;
+
+	if (!o->qpn_file)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", o->qpn_file);
+	f = fopen(tmp, "w");
+	if (!f)
+		return;
+	fprintf(f, "%u\n", qpn);
+	fclose(f);
+	rename(tmp, o->qpn_file);
+}
+
+static int to_rtr(const struct opts *o, struct res *r, uint32_t dqpn)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+	int rv;
+
+	rv = ibv_modify_qp(r->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (rv)
+		return rv;
+	if (post_recv(r, 1))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dqpn;
+	a.rq_psn = 0x1234;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.grh.sgid_index = o->gid_index;
+	if (parse_gid(o->dgid, &a.ah_attr.grh.dgid))
+		return EINVAL;
+	return ibv_modify_qp(r->qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			     IBV_QP_MIN_RNR_TIMER);
+}
+
+static int to_rts(const struct opts *o, struct res *r)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTS,
+		.timeout = o->timeout,
+		.retry_cnt = o->retry,
+		.rnr_retry = 7,
+		.sq_psn = 0x4321,
+		.max_rd_atomic = 1,
+	};
+
+	return ibv_modify_qp(r->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Wait for the QP's first async event; -1 if none within @ms. */
+static int wait_async(struct res *r, int ms)
+{
+	struct pollfd p = { .fd = r->ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	int type;
+
+	vt_set_nonblock(r->ctx->async_fd);
+	if (poll(&p, 1, ms) != 1 || ibv_get_async_event(r->ctx, &ev))
+		return -1;
+	type = ev.event_type;
+	if (ev.element.qp != r->qp)
+		type = -2;
+	ibv_ack_async_event(&ev);
+	return type;
+}
+
+static void check_ok(const struct opts *o, struct res *r)
+{
+	struct ibv_wc wc[2];
+	int n, i, ok = 1;
+
+	n = vt_poll_cq_until(r->cq, wc, 2, vt_deadline_in(o->secs * 1000));
+	for (i = 0; i < n; i++)
+		ok &= wc[i].status == IBV_WC_SUCCESS;
+	vt_check(n == 2 && ok, "send and receive complete", "%d of 2, status %s",
+		 n, n ? ibv_wc_status_str(wc[0].status) : "-");
+	vt_check(vt_qp_state(r->qp) == IBV_QPS_RTS, "QP in RTS", "state %s",
+		 vt_qp_state_str(vt_qp_state(r->qp)));
+}
+
+static void check_fail(const struct opts *o, struct res *r)
+{
+	long long t0 = vt_now_ms();
+	struct ibv_wc wc[4];
+	int ev, n, i, flushed = 0;
+
+	ev = wait_async(r, o->secs * 1000);
+	vt_check(ev == IBV_EVENT_QP_FATAL, "async event QP_FATAL",
+		 "got %d (%s)", ev, ev >= 0 ? ibv_event_type_str(ev) : "none");
+	vt_info("event after %lld ms", vt_now_ms() - t0);
+	vt_check(vt_qp_state(r->qp) == IBV_QPS_ERR, "QP in ERROR", "state %s",
+		 vt_qp_state_str(vt_qp_state(r->qp)));
+	/* WRs posted in ERROR complete too. */
+	vt_check(!post_send(r, 12) && !post_recv(r, 2), "post in ERROR",
+		 "%s", strerror(errno));
+	n = vt_poll_cq_until(r->cq, wc, 4, vt_deadline_in(5000));
+	for (i = 0; i < n; i++)
+		flushed += wc[i].status == IBV_WC_WR_FLUSH_ERR;
+	vt_check(n == 4 && flushed == 4, "all WRs flushed",
+		 "%d completions, %d FLUSH_ERR", n, flushed);
+}
+
+static void hold(const struct opts *o)
+{
+	struct res r = {};
+
+	if (setup(o, &r)) {
+		vt_fail("setup", "%s", strerror(errno));
+	} else {
+		publish_qpn(o, r.qp->qp_num);
+		vt_pass("QP %u held", r.qp->qp_num);
+		fflush(stdout);
+		sleep(o->hold);
+	}
+	teardown(&r);
+}
+
+/* rdma_connect() with another process's QP number must be refused. */
+static void cm_connect_foreign(const struct opts *o)
+{
+	char host[256], why[256] = "";
+	struct rdma_event_channel *ch = NULL;
+	struct rdma_conn_param param = { .qp_num = o->dqpn,
+					 .responder_resources = 1,
+					 .initiator_depth = 1 };
+	struct rdma_cm_id *id = NULL;
+	struct sockaddr_storage dst;
+	struct rdma_cm_event *ev;
+	char *port;
+	int rv;
+
+	snprintf(host, sizeof(host), "%s", o->cm_connect);
+	port = strrchr(host, ':');
+	if (!port) {
+		vt_fail("cm-connect", "HOST:PORT expected");
+		return;
+	}
+	*port++ = 0;
+	rv = vt_resolve(host, port, false, &dst);
+	if (!rv)
+		rv = vt_route_client(&dst, NULL, 5000, 10000, &ch, &id, why,
+				     sizeof(why));
+	if (rv) {
+		vt_fail("route", "%s", why);
+		goto out;
+	}
+	rv = rdma_connect(id, &param);
+	if (rv) {
+		vt_pass("rdma_connect with a foreign qp_num refused: %s",
+			strerror(errno));
+		goto out;
+	}
+	rv = vt_cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 10000, &ev, why,
+			  sizeof(why));
+	if (!rv)
+		rdma_ack_cm_event(ev);
+	vt_fail("rdma_connect with a foreign qp_num",
+		"accepted (then %s)", rv ? why : "ESTABLISHED");
+out:
+	if (id)
+		rdma_destroy_id(id);
+	if (ch)
+		rdma_destroy_event_channel(ch);
+}
+
+static int run(const struct opts *o)
+{
+	struct res r = {};
+	long dqpn;
+	int rv;
+
+	if (setup(o, &r)) {
+		vt_fail("setup", "%s", strerror(errno));
+		teardown(&r);
+		return vt_finish();
+	}
+	vt_check(vt_qp_state(r.qp) == IBV_QPS_INIT, "new QP in INIT", "%s",
+		 vt_qp_state_str(vt_qp_state(r.qp)));
+	publish_qpn(o, r.qp->qp_num);
+	dqpn = peer_qpn(o);
+	vt_info("QP %u, peer %s QP %ld", r.qp->qp_num, o->dgid, dqpn);
+	rv = dqpn < 0 ? ETIMEDOUT : to_rtr(o, &r, dqpn);
+	vt_check(!rv, "modify to RTR", "%s", strerror(rv));
+	if (rv)
+		goto out;
+	if (o->exit_after >= 0) {
+		usleep(o->exit_after * 1000);
+		_exit(0);
+	}
+	if (o->destroy_after >= 0) {
+		usleep(o->destroy_after * 1000);
+		teardown(&r);
+		vt_pass("destroyed while connecting");
+		return vt_finish();
+	}
+	rv = to_rts(o, &r);
+	/* A refusal may have come already: the QP is then in ERROR. */
+	vt_check(!rv || vt_qp_state(r.qp) == IBV_QPS_ERR, "modify to RTS",
+		 "%s", strerror(rv));
+	post_send(&r, 11);
+	if (!strcmp(o->expect, "ok"))
+		check_ok(o, &r);
+	else
+		check_fail(o, &r);
+out:
+	teardown(&r);
+	return vt_finish();
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "dgid", required_argument, NULL, 'D' },
+		{ "dqpn", required_argument, NULL, 'q' },
+		{ "dqpn-file", required_argument, NULL, 'Q' },
+		{ "qpn-file", required_argument, NULL, 'o' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "retry", required_argument, NULL, 'r' },
+		{ "expect", required_argument, NULL, 'e' },
+		{ "destroy-after", required_argument, NULL, 'X' },
+		{ "exit-after", required_argument, NULL, 'E' },
+		{ "secs", required_argument, NULL, 's' },
+		{ "hold", required_argument, NULL, 'H' },
+		{ "cm-connect", required_argument, NULL, 'C' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct opts o = { .gid_index = 1, .dqpn = -1, .timeout = 14,
+			  .retry = 7, .expect = "ok", .destroy_after = -1,
+			  .exit_after = -1, .secs = 30 };
+	int c;
+
+	while ((c = getopt_long(argc, argv, "d:g:", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'd': o.dev = optarg; break;
+		case 'g': o.gid_index = atoi(optarg); break;
+		case 'D': o.dgid = optarg; break;
+		case 'q': o.dqpn = atol(optarg); break;
+		case 'Q': o.dqpn_file = optarg; break;
+		case 'o': o.qpn_file = optarg; break;
+		case 't': o.timeout = atoi(optarg); break;
+		case 'r': o.retry = atoi(optarg); break;
+		case 'e': o.expect = optarg; break;
+		case 'X': o.destroy_after = atoi(optarg); break;
+		case 'E': o.exit_after = atoi(optarg); break;
+		case 's': o.secs = atoi(optarg); break;
+		case 'H': o.hold = atoi(optarg); break;
+		case 'C': o.cm_connect = optarg; break;
+		default: return 2;
+		}
+	}
+	if (o.hold && o.dev) {
+		vt_start(o.hold + 10);
+		hold(&o);
+		return vt_finish();
+	}
+	if (o.cm_connect && o.dqpn >= 0) {
+		vt_start(o.secs + 10);
+		cm_connect_foreign(&o);
+		return vt_finish();
+	}
+	if (!o.dev || !o.dgid || (o.dqpn < 0 && !o.dqpn_file)) {
+		fprintf(stderr, "usage: %s -d DEV [-g GID_INDEX] --dgid ADDR (--dqpn N | --dqpn-file F) [--qpn-file F] [--timeout T] [--retry N] [--expect ok|fail] [--destroy-after MS | --exit-after MS] [--secs S]\n"
+			"       %s -d DEV --hold SECS [--qpn-file F]\n"
+			"       %s --cm-connect HOST:PORT --dqpn N\n",
+			argv[0], argv[0], argv[0]);
+		return 2;
+	}
+	vt_start(o.secs + 10);
+	return run(&o);
+}
