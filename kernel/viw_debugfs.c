@@ -11,7 +11,8 @@
  *	that tests can check that everything was released.
  *   <device>/counters
  *	Where bytes and events go: FPDUs and payload each way, doorbells,
- *	TERMINATEs, flushed WQEs, connections.
+ *	TERMINATEs, flushed WQEs, connections, and the largest FPDU
+ *	payload sent so far (a high-water mark, not a sum).
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
@@ -53,6 +54,7 @@ static int viw_counters_show(struct seq_file *m, void *unused)
 		[VIW_CNT_TERM_RCVD] = "terminates_received",
 		[VIW_CNT_FLUSHED_WQES] = "flushed_wqes",
 		[VIW_CNT_CONNECTS] = "connections",
+		[VIW_CNT_TX_MAX_PAYLOAD] = "tx_max_fpdu_payload",
 	};
 	struct viw_device *vdev = m->private;
 	int i;
