@@ -44,6 +44,11 @@
  * all its users.  Every byte is also charged to the process's memory cgroup.
  */
 #define VIW_MAX_UCTX_QMEM	(256ULL << 20)
+/*
+ * Queue memory allocations: charged to the memory cgroup, and failing
+ * with -ENOMEM at the cgroup's limit instead of calling its OOM killer.
+ */
+#define VIW_QMEM_GFP		(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL)
 
 /* wq->status of an SQE the engine has taken and not finished */
 #define VIW_WQE_PENDING		0xff
@@ -71,6 +76,7 @@ enum viw_counter {
 	VIW_CNT_FLUSHED_WQES,
 	VIW_CNT_CONNECTS,		/* connections established */
 	VIW_CNT_TX_MAX_PAYLOAD,		/* largest FPDU payload sent */
+	VIW_CNT_TX_MAX_PIECES,		/* most payload pieces in an FPDU */
 	VIW_CNT_MAX
 };
 

@@ -3,7 +3,7 @@
  * viw: queue memory shared with user space.
  *
  * Queue memory is a set of zeroed pages charged to the memory cgroup of the
- * process that creates the queue (__GFP_ACCOUNT), mapped contiguously for
+ * process that creates the queue (VIW_QMEM_GFP), mapped contiguously for
  * the kernel with vmap() and into the process with vm_map_pages_zero().
  * Every user context may hold at most VIW_MAX_UCTX_QMEM bytes of queue
  * memory (rings and their kernel shadows), so that one process cannot take
@@ -35,11 +35,11 @@ int viw_qmem_alloc(struct viw_qmem *qm, size_t size)
 	unsigned int i, n = PAGE_ALIGN(size) >> PAGE_SHIFT;
 	struct page **pages;
 
-	pages = kvcalloc(n, sizeof(*pages), GFP_KERNEL_ACCOUNT);
+	pages = kvcalloc(n, sizeof(*pages), VIW_QMEM_GFP);
 	if (!pages)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+		pages[i] = alloc_page(VIW_QMEM_GFP | __GFP_ZERO);
 		if (!pages[i])
 			goto err;
 	}

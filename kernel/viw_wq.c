@@ -33,9 +33,8 @@ int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge)
 	if (rv)
 		return rv;
 	/* Charged to the process like the ring (viw_ring.c). */
-	wq->shadow = kvcalloc(num_slots, slot_size, GFP_KERNEL_ACCOUNT);
-	wq->status = kvcalloc(num_slots, sizeof(*wq->status),
-			      GFP_KERNEL_ACCOUNT);
+	wq->shadow = kvcalloc(num_slots, slot_size, VIW_QMEM_GFP);
+	wq->status = kvcalloc(num_slots, sizeof(*wq->status), VIW_QMEM_GFP);
 	if (!wq->shadow || !wq->status) {
 		kvfree(wq->shadow);
 		kvfree(wq->status);
