@@ -179,6 +179,8 @@ int viw_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
 		return -EINVAL;
 	/* The reference keeps the pages until they are inserted. */
 	qm = &to_viw_mmap_entry(entry)->qmem;
+	/* As remap_vmalloc_range(): no growing by mremap, not in dumps. */
+	viw_vma_set_flags(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	rv = vm_map_pages_zero(vma, qm->pages, qm->npages);
 	rdma_user_mmap_entry_put(entry);
 	return rv;
