@@ -26,9 +26,10 @@ echo 32768 >"$t/buffer_size_kb"
 echo '_raw_spin_lock_irqsave _raw_spin_unlock_irqrestore' >"$t/set_ftrace_filter"
 echo function >"$t/current_tracer"
 echo >"$t/trace"
-echo 1 >"$t/tracing_on"
 rc=0
-bash -c 'echo $$ >"$0/set_ftrace_pid" && exec "$@"' "$t" \
+# trace only the test process, from its start
+bash -c 'echo $$ >"$0/set_ftrace_pid" && echo 1 >"$0/tracing_on" &&
+	exec "$@"' "$t" \
 	"$bin" -d "$DEV_A" deep-flush >"$VIW_OUT/deep.log" 2>&1 || rc=$?
 echo 0 >"$t/tracing_on"
 sed 's/^/    /' "$VIW_OUT/deep.log"
@@ -37,6 +38,7 @@ sed 's/^/    /' "$VIW_OUT/deep.log"
 grep -h overrun "$t"/per_cpu/cpu*/stats | sed 's/^/    trace /'
 # Outermost irqsave..irqrestore spans per CPU, longest first.
 awk '
+$1 !~ /^viw_qmem-/ { next }
 {
 	ts = ""; fn = ""; caller = ""
 	for (i = 1; i <= NF; i++) {
@@ -50,7 +52,7 @@ awk '
 		if (--depth[cpu] == 0)
 			printf "%.0f us %s\n", (ts - start[cpu]) * 1e6, who[cpu]
 	}
-}' "$t/trace" | sort -rn | head -5 | sed 's/^/    irqs-off span: /'
+}' "$t/trace" | sort -rn | sed -n 's/^/    irqs-off span: /; 1,5p'
 echo nop >"$t/current_tracer"
 echo >"$t/set_ftrace_filter"
 echo >"$t/set_ftrace_pid"
