@@ -17,8 +17,8 @@
 # peer; the hung-task detector, set to 10 s here, reports it.
 . "$(dirname "$0")/../lib.sh"
 
-PEER=${VIW_PEER:-$VIW_BUILD/tests/tools/viw_peer}
-TARGET=${VIW_TARGET:-$VIW_BUILD/tests/functional/viw_target}
+PEER=$VIW_BUILD/tests/tools/viw_peer
+TARGET=$VIW_BUILD/tests/functional/viw_target
 [ -x "$PEER" ] || die "$PEER not built"
 [ -x "$TARGET" ] || die "$TARGET not built"
 
