@@ -566,6 +566,7 @@ void viw_qp_tx_resume(struct viw_qp *qp);
 void viw_qp_fail(struct viw_qp *qp, const struct viw_term_cause *cause);
 void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause);
 bool viw_qp_term_sent(struct viw_qp *qp);
+bool viw_qp_direct_error(struct viw_qp *qp);
 void viw_device_link_down(struct viw_device *vdev);
 
 /* viw_tx.c */

@@ -129,21 +129,15 @@ static void viw_direct_event(struct viw_qp *qp, enum ib_event_type type)
 /*
  * The connection could not be made or broke before the consumer ended it:
  * the QP goes to ERROR (flushing its WRs) and the consumer learns of it.
- * Nothing is raised when the QP was in ERROR already, the consumer's
- * doing.
+ * Nothing is raised when the QP was in ERROR or RESET already, the
+ * consumer's doing.
  */
 static void viw_direct_fail(struct viw_qp *qp, int status)
 {
-	bool raise;
-
-	mutex_lock(&qp->state_lock);
-	raise = qp->state != IB_QPS_ERR;
-	mutex_unlock(&qp->state_lock);
-	if (!raise)
+	if (!viw_qp_direct_error(qp))
 		return;
 	ibdev_dbg(qp->ibqp.device, "QP %u: modify_qp connection failed: %d\n",
 		  qp->ibqp.qp_num, status);
-	viw_qp_enter_error(qp);
 	viw_direct_event(qp, IB_EVENT_QP_FATAL);
 }
 

@@ -696,6 +696,23 @@ void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause)
 	viw_qp_fail(qp, NULL);
 }
 
+/*
+ * A modify_qp connection failed or broke (viw_direct.c): the QP goes to
+ * ERROR, unless the consumer moved it to ERROR or RESET already.  Returns
+ * whether it did, under the same lock as the check.
+ */
+bool viw_qp_direct_error(struct viw_qp *qp)
+{
+	bool moved;
+
+	mutex_lock(&qp->state_lock);
+	moved = qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET;
+	if (moved)
+		viw_qp_error_locked(qp);
+	mutex_unlock(&qp->state_lock);
+	return moved;
+}
+
 bool viw_qp_term_sent(struct viw_qp *qp)
 {
 	return READ_ONCE(qp->term_sent);
