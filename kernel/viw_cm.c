@@ -17,6 +17,7 @@
  */
 #include <linux/inet.h>
 #include <linux/nsproxy.h>
+#include <linux/seq_file.h>
 #include <linux/tcp.h>
 #include <net/ipv6.h>
 #include <net/sock.h>
@@ -73,9 +74,24 @@ struct viw_mpa_prefs *viw_cm_prefs(void)
 	return &viw_mpa_prefs;
 }
 
-int viw_cm_cep_count(void)
+/*
+ * debugfs viw/ceps: the number of live CEPs, then one line for each:
+ * its state, its role, and what it holds.
+ */
+void viw_cm_show_ceps(struct seq_file *m)
 {
-	return READ_ONCE(viw_cep_live);
+	struct viw_cep *cep;
+	unsigned long flags;
+
+	spin_lock_irqsave(&viw_cep_list_lock, flags);
+	seq_printf(m, "%d\n", viw_cep_live);
+	list_for_each_entry(cep, &viw_cep_list, cep_entry)
+		seq_printf(m, "state %d %s sock %d qp %d cm_id %d refs %u\n",
+			   cep->state, cep->active ? "active" :
+			   cep->listener ? "passive" : "listener",
+			   !!cep->sock, !!cep->qp, !!cep->cm_id,
+			   kref_read(&cep->ref));
+	spin_unlock_irqrestore(&viw_cep_list_lock, flags);
 }
 
 static void viw_cep_work(struct work_struct *work);

@@ -82,7 +82,8 @@ void viw_cep_put(struct viw_cep *cep);
 void viw_cep_post_event(struct viw_cep *cep, enum viw_cep_event_bit ev);
 
 struct viw_mpa_prefs *viw_cm_prefs(void);
-int viw_cm_cep_count(void);
+struct seq_file;
+void viw_cm_show_ceps(struct seq_file *m);
 int viw_cm_init(void);
 void viw_cm_exit(void);
 

@@ -7,8 +7,9 @@
  *	initiator and accepts as the responder).  Tests use them to cover
  *	MPA v1/v2, CRC on/off and the RFC 6581 RTR types.
  *   ceps
- *	Live connection endpoints of all devices, listeners and endpoints
- *	that no device owns yet (waiting for an MPA request) included.
+ *	The number of live connection endpoints of all devices (listeners
+ *	and endpoints that wait for an MPA request included), then a line
+ *	for each.
  *   <device>/objects
  *	Live objects of a device (contexts, PDs, MRs, CQs, QPs, SRQs), so
  *	that tests can check that everything was released.
@@ -69,7 +70,7 @@ DEFINE_SHOW_ATTRIBUTE(viw_counters);
 
 static int viw_ceps_show(struct seq_file *m, void *unused)
 {
-	seq_printf(m, "%d\n", viw_cm_cep_count());
+	viw_cm_show_ceps(m);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(viw_ceps);
