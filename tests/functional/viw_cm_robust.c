@@ -11,6 +11,8 @@
  *   fin-early   accept with one receive posted; ESTABLISHED, the peer's
  *               SEND and then DISCONNECTED must each come within 10 s
  *               (the peer sent its request, a SEND and a FIN at once).
+ *   fin-wait    the same, but accept only after 2 s (the peer's FIN comes
+ *               while the request waits for accept).
  *   accept-err  accept with the number of a QP in ERROR (created with
  *               ibv_create_qp, so librdmacm does not move it first):
  *               rdma_accept must fail.
@@ -266,12 +268,16 @@ static void cr_serve_one(const struct cr_opts *o,
 		return;
 	}
 	rdma_ack_cm_event(ev);
-	if (!strcmp(o->mode, "fin-early"))
+	if (!strcmp(o->mode, "fin-early")) {
 		cr_fin_early(ch, &c);
-	else if (!strcmp(o->mode, "accept-err"))
+	} else if (!strcmp(o->mode, "fin-wait")) {
+		sleep(2);
+		cr_fin_early(ch, &c);
+	} else if (!strcmp(o->mode, "accept-err")) {
 		cr_accept_err(&c);
-	else
+	} else {
 		cr_disconnect(ch, &c);
+	}
 	cr_teardown(&c);
 }
 

@@ -6,8 +6,10 @@ Sends exactly the bytes a connection-manager scenario needs (RFC 5044 MPA
 frames with RFC 6581 words, RFC 5041/5040 untagged SEND and READ Request
 FPDUs without CRC) and prints what it saw as "RESULT ..." lines:
 
-  fin-early HOST PORT     request + SEND + FIN in one write; then the reply
-                          and the end of the stream
+  fin-early HOST PORT [--fin-delay S]
+                          request + SEND + FIN in one write (or the FIN S
+                          seconds later); then the reply and the end of
+                          the stream
   request HOST PORT [--pd N] [--ird I] [--ord O]
                           one request; private data starts with its length,
                           IRD and ORD (be16 each); then what came back
@@ -125,6 +127,7 @@ def cmd_fin_early(a):
     sock = connect(a.host, a.port)
     send = untagged(0x3, 0, 1, b"viw early fin!!!")
     sock.sendall(mpa_frame(KEY_REQ, ird=1, ord_=1) + send)
+    time.sleep(a.fin_delay)
     sock.shutdown(socket.SHUT_WR)
     kind, _ = read_reply(sock)
     out("RESULT reply", kind)
@@ -223,6 +226,7 @@ def main():
         s.add_argument("--ird", type=int, default=1)
         s.add_argument("--ord", type=int, default=1)
         s.add_argument("-n", type=int, default=32)
+        s.add_argument("--fin-delay", type=float, default=0)
     s = sub.add_parser("server")
     s.add_argument("port", type=int)
     s.add_argument("--mode", required=True)

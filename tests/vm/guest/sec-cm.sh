@@ -71,11 +71,22 @@ make_two_hosts viw
 log "fin-early: the FIN that came with the MPA request"
 server fin-early 7602 -m fin-early -t 40
 in_b $PEER fin-early "$IP_A" 7602 --hold 15 >fin-early.peer
+log "TCP on port 7602 in ns a: $(in_a ss -Htan 'sport = :7602' | tr '\n' '|')"
 server_done fin-early
 sed "s/^/    peer: /" fin-early.peer
 expect_line fin-early.peer "RESULT reply accept" "fin-early: peer not accepted"
 expect_line fin-early.peer "RESULT end eof" "fin-early: viw did not close the stream"
 check_clean fin-early
+
+# Item 8a: the FIN comes while the request waits for accept.
+log "fin-wait: a FIN while the request waits for accept"
+server fin-wait 7609 -m fin-wait -t 40
+in_b $PEER fin-early "$IP_A" 7609 --fin-delay 1 --hold 15 >fin-wait.peer
+server_done fin-wait
+sed "s/^/    peer: /" fin-wait.peer
+expect_line fin-wait.peer "RESULT reply accept" "fin-wait: peer not accepted"
+expect_line fin-wait.peer "RESULT end eof" "fin-wait: viw did not close the stream"
+check_clean fin-wait
 
 # Item 15: accept with a QP in ERROR: the peer must never see "accepted".
 log "accept-err: accept with a QP that cannot be connected"
