@@ -164,8 +164,11 @@ static int viw_rx_start_write(struct viw_qp *qp)
 	rx->mr = viw_mr_get(qp->vdev, qp->ibqp.pd, rx->ddp.stag,
 			    IB_ACCESS_REMOTE_WRITE, rx->ddp.to,
 			    rx->payload_len, &qp->term.cause);
-	if (!rx->mr)
+	if (!rx->mr) {
+		viw_term_tagged_cause(&qp->term.cause, rx->ddp.to,
+				      rx->payload_len, false);
 		return -EPROTO;
+	}
 	rx->addr = rx->ddp.to;
 	return 0;
 }
@@ -189,8 +192,11 @@ static int viw_rx_start_read_resp(struct viw_qp *qp)
 	rx->mr = viw_mr_get(qp->vdev, qp->ibqp.pd, rx->ddp.stag,
 			    IB_ACCESS_LOCAL_WRITE, rx->ddp.to,
 			    rx->payload_len, &qp->term.cause);
-	if (!rx->mr)
+	if (!rx->mr) {
+		viw_term_tagged_cause(&qp->term.cause, rx->ddp.to,
+				      rx->payload_len, false);
 		return -EPROTO;
+	}
 	rx->addr = rx->ddp.to;
 	return 0;
 }
@@ -213,8 +219,9 @@ static int viw_rx_read_req(struct viw_qp *qp)
 				    IB_ACCESS_REMOTE_READ, ent.req.src_to,
 				    ent.req.size, &qp->term.cause);
 		if (!ent.mr) {
-			qp->term.cause.layer = VIW_TERM_RDMAP;
-			qp->term.cause.etype = VIW_RDMAP_ET_REMOTE_PROT;
+			/* RDMAP, not DDP, checks a READ's source */
+			viw_term_tagged_cause(&qp->term.cause, ent.req.src_to,
+					      ent.req.size, true);
 			return -EPROTO;
 		}
 	}
