@@ -293,6 +293,8 @@ struct viw_qp {
 	struct viw_term term;		/* TERMINATE to send, if pending */
 	bool term_pending;
 	bool term_sent;
+	/* the TERMINATE went out or cannot any more; ERROR was reached */
+	struct completion term_done;
 };
 
 static inline struct viw_device *to_viw_dev(struct ib_device *ibdev)
@@ -473,7 +475,6 @@ void viw_tx_qp_init(struct viw_qp *qp);
 void viw_tx_kick(struct viw_qp *qp);
 void viw_tx_abort(struct viw_qp *qp);
 int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr);
-int viw_tx_send_term(struct viw_qp *qp);
 
 /* viw_rx.c */
 void viw_rx_data_ready(struct sock *sk);
