@@ -161,6 +161,7 @@ struct viw_wq {
 	u32 done;			/* next slot to complete */
 	u32 next;			/* RQ: next slot for an incoming SEND */
 	u32 max_sge;
+	bool failed;			/* SQ: a WQE failed, flush the later */
 	spinlock_t lock;
 };
 

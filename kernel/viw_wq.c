@@ -43,6 +43,7 @@ int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge)
 	}
 	wq->fetch = 0;
 	wq->done = 0;
+	wq->failed = false;
 	wq->max_sge = max_sge;
 	spin_lock_init(&wq->lock);
 	return 0;
@@ -188,6 +189,8 @@ static void viw_sq_error_at(struct viw_qp *qp, u32 index, u8 status)
 		if (*viw_wq_status(sq, i) == VIW_CQE_SUCCESS)
 			*viw_wq_status(sq, i) = VIW_CQE_WR_FLUSH_ERR;
 	}
+	/* and so are those still on the wire, until the flush */
+	sq->failed = true;
 }
 
 /**
@@ -206,10 +209,12 @@ void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status)
 
 	spin_lock_irqsave(&sq->lock, flags);
 	if (index - sq->done < sq->fetch - sq->done) {
-		if (status == VIW_CQE_SUCCESS)
-			*viw_wq_status(sq, index) = status;
-		else
+		if (status != VIW_CQE_SUCCESS)
 			viw_sq_error_at(qp, index, status);
+		else if (sq->failed)
+			*viw_wq_status(sq, index) = VIW_CQE_WR_FLUSH_ERR;
+		else
+			*viw_wq_status(sq, index) = status;
 		viw_sq_retire_finished(qp);
 	}
 	spin_unlock_irqrestore(&sq->lock, flags);
@@ -265,6 +270,8 @@ static void viw_wq_flush_locked(struct viw_qp *qp, struct viw_wq *wq,
 		viw_count(qp->vdev, VIW_CNT_FLUSHED_WQES, 1);
 	}
 	wq->next = wq->done;
+	/* In ERROR every later WQE is flushed: the mark is not needed. */
+	wq->failed = false;
 }
 
 void viw_sq_flush(struct viw_qp *qp)
