@@ -13,7 +13,8 @@
  * Lines: "CM EVENT name status S", "WC opcode O status S len L",
  * "ASYNC name", "INFO STAG 0x.. ADDR 0x.. LEN n QPN n", "DEREG rc R secs S",
  * "DISCONNECT rc R", "QPSTATE name", "MR CHANGED off..end" (byte offsets,
- * end exclusive, one line per changed run) or "MR UNCHANGED", "EXIT rc".
+ * end exclusive, one line per changed run) or "MR UNCHANGED",
+ * "RECVBUF i off..end 0xNN ..." (--show-recv), "EXIT rc".
  * Exit 0 unless a verb failed unexpectedly (1), or bad options (2).
  */
 #define _GNU_SOURCE
@@ -52,6 +53,8 @@ struct tg_opts {
 	bool until_disconnect;
 	bool reject;
 	int ird, ord;
+	int mr_access;			/* IBV_ACCESS_REMOTE_* of the MR */
+	bool show_recv;
 };
 
 struct tg {
@@ -185,8 +188,7 @@ static uint8_t *tg_alloc(size_t len)
 
 static int tg_reg_mrs(struct tg *t)
 {
-	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-		  IBV_ACCESS_REMOTE_WRITE;
+	int acc = IBV_ACCESS_LOCAL_WRITE | t->o.mr_access;
 	size_t i, ops = t->o.send_len;
 
 	if (t->o.write_len > ops)
@@ -542,6 +544,27 @@ static void tg_report_mr(const struct tg *t)
 		printf("MR CHANGED %d runs in all\n", runs);
 }
 
+/* "RECVBUF i off..end 0xNN ...": runs of equal bytes in receive buffer i. */
+static void tg_report_recv(const struct tg *t)
+{
+	size_t base = t->op_size - (size_t)t->o.recv * t->o.recv_size;
+	size_t i, start;
+	int r, runs;
+
+	for (r = 0; t->o.show_recv && r < t->o.recv; r++) {
+		const uint8_t *p = t->op_buf + base + (size_t)r * t->o.recv_size;
+
+		printf("RECVBUF %d", r);
+		for (i = 0, runs = 0; i < t->o.recv_size && runs < TG_MAX_RUNS;
+		     runs++) {
+			for (start = i; i < t->o.recv_size && p[i] == p[start];)
+				i++;
+			printf(" %zu..%zu 0x%02x", start, i, p[start]);
+		}
+		printf("%s\n", i < t->o.recv_size ? " ..." : "");
+	}
+}
+
 static void tg_teardown(struct tg *t)
 {
 	if (t->id && t->id->qp) {
@@ -549,6 +572,7 @@ static void tg_teardown(struct tg *t)
 		rdma_destroy_qp(t->id);
 	}
 	tg_report_mr(t);
+	tg_report_recv(t);
 	fflush(stdout);
 	if (t->mr)
 		ibv_dereg_mr(t->mr);
@@ -632,6 +656,9 @@ static void tg_usage(void)
 	      "                     ESTABLISHED (for viw_peer -i FILE)\n"
 	      "  --ird N --ord N    conn params (default 16)\n"
 	      "  --reject           server: rdma_reject the request\n"
+	      "  --mr-access rw|r|w|none  the MR's remote rights (default rw)\n"
+	      "  --show-recv        at the end, print each receive buffer as runs\n"
+	      "                     of equal bytes: RECVBUF i off..end 0xNN ...\n"
 	      "Prints CM EVENT name status S, WC opcode O status S len L, ASYNC name,\n"
 	      "RECV/READ DATA len L fill 0xNN|mixed, DEREG rc R secs S, DISCONNECT rc R,\n"
 	      "QPSTATE name, MR CHANGED off..end (end exclusive) | MR UNCHANGED, EXIT rc\n",
@@ -643,6 +670,7 @@ enum {
 	TG_O_MR = 256, TG_O_RECV, TG_O_RECV_SIZE, TG_O_SEND, TG_O_WRITE,
 	TG_O_READ, TG_O_RSTAG, TG_O_RTO, TG_O_DEREG, TG_O_DISC, TG_O_RUN,
 	TG_O_INFO, TG_O_UNTIL, TG_O_REJECT, TG_O_IRD, TG_O_ORD,
+	TG_O_MR_ACCESS, TG_O_SHOW_RECV,
 };
 
 static const struct option tg_lopts[] = {
@@ -662,6 +690,8 @@ static const struct option tg_lopts[] = {
 	{ "reject", no_argument, NULL, TG_O_REJECT },
 	{ "ird", required_argument, NULL, TG_O_IRD },
 	{ "ord", required_argument, NULL, TG_O_ORD },
+	{ "mr-access", required_argument, NULL, TG_O_MR_ACCESS },
+	{ "show-recv", no_argument, NULL, TG_O_SHOW_RECV },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -684,6 +714,19 @@ static double tg_secs(const char *v)
 	if (!*v || *end || d < 0)
 		tg_usage();
 	return d;
+}
+
+static int tg_access(const char *v)
+{
+	if (!strcmp(v, "rw"))
+		return IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+	if (!strcmp(v, "r"))
+		return IBV_ACCESS_REMOTE_READ;
+	if (!strcmp(v, "w"))
+		return IBV_ACCESS_REMOTE_WRITE;
+	if (strcmp(v, "none"))
+		tg_usage();
+	return 0;
 }
 
 static void tg_opt(struct tg_opts *o, int opt, const char *v)
@@ -712,6 +755,8 @@ static void tg_opt(struct tg_opts *o, int opt, const char *v)
 	case TG_O_REJECT: o->reject = true; break;
 	case TG_O_IRD: o->ird = (int)tg_num(v); break;
 	case TG_O_ORD: o->ord = (int)tg_num(v); break;
+	case TG_O_MR_ACCESS: o->mr_access = tg_access(v); break;
+	case TG_O_SHOW_RECV: o->show_recv = true; break;
 	default: tg_usage();
 	}
 }
@@ -722,7 +767,9 @@ static void tg_parse(int argc, char **argv, struct tg_opts *o)
 
 	*o = (struct tg_opts){ .recv_size = 4096, .rstag = 0x1234,
 			       .dereg_after = -1, .disconnect_after = -1,
-			       .run = 10, .ird = 16, .ord = 16 };
+			       .run = 10, .ird = 16, .ord = 16,
+			       .mr_access = IBV_ACCESS_REMOTE_READ |
+					    IBV_ACCESS_REMOTE_WRITE };
 	while ((opt = getopt_long(argc, argv, "s:c:h", tg_lopts, NULL)) != -1)
 		tg_opt(o, opt, optarg);
 	if (!o->host || optind != argc - 1)
