@@ -11,7 +11,9 @@
  *	that tests can check that everything was released.
  *   <device>/counters
  *	Where bytes and events go: FPDUs and payload each way, doorbells,
- *	TERMINATEs, flushed WQEs, connections.
+ *	TERMINATEs, flushed WQEs, connections; and high-water marks (not
+ *	sums): the largest FPDU payload sent and the most bio_vec pieces
+ *	(page pieces of buffers) one FPDU's payload was made of.
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
@@ -53,6 +55,8 @@ static int viw_counters_show(struct seq_file *m, void *unused)
 		[VIW_CNT_TERM_RCVD] = "terminates_received",
 		[VIW_CNT_FLUSHED_WQES] = "flushed_wqes",
 		[VIW_CNT_CONNECTS] = "connections",
+		[VIW_CNT_TX_MAX_PAYLOAD] = "tx_max_fpdu_payload",
+		[VIW_CNT_TX_MAX_PIECES] = "tx_max_fpdu_pieces",
 	};
 	struct viw_device *vdev = m->private;
 	int i;

@@ -53,6 +53,11 @@ struct tg_opts {
 	bool until_disconnect;
 	bool reject;
 	int ird, ord;
+	size_t pdata;			/* private data in connect/accept */
+	int backlog;
+	bool no_accept;			/* leave connection requests pending */
+	double qp_error_after;		/* < 0: never */
+	double qp_reset_after;		/* < 0: never */
 	int mr_access;			/* IBV_ACCESS_REMOTE_* of the MR */
 	bool show_recv;
 };
@@ -72,12 +77,15 @@ struct tg {
 	size_t op_size;
 	long long est_ms;		/* when ESTABLISHED came; 0: not yet */
 	long long end_ms;
-	bool dereg_done, disc_done, ops_done, info_done;
+	bool dereg_done, disc_done, ops_done, info_done, err_done, reset_done;
+	uint8_t pdata[256];
 	bool failed;
 };
 
-/* What the MR holds before anyone writes: bytes 0x00..0x7f only, so that
- * viw_peer's default fill (0xa5) differs from every byte. */
+/*
+ * What the MR holds before anyone writes: bytes 0x00..0x7f only, so that
+ * viw_peer's default fill (0xa5) differs from every byte.
+ */
 static uint8_t tg_pattern(size_t i)
 {
 	return (uint8_t)((i * 7 + 3) & 0x7f);
@@ -275,13 +283,17 @@ static int tg_setup_qp(struct tg *t, struct rdma_cm_id *id)
 	return 0;
 }
 
-static struct rdma_conn_param tg_conn_param(const struct tg *t)
+/* Our private data is all 'T', so a test can tell it from the peer's. */
+static struct rdma_conn_param tg_conn_param(struct tg *t)
 {
 	struct rdma_conn_param p = {
 		.responder_resources = (uint8_t)t->o.ird,
 		.initiator_depth = (uint8_t)t->o.ord,
+		.private_data = t->pdata,
+		.private_data_len = (uint8_t)t->o.pdata,
 	};
 
+	memset(t->pdata, 'T', sizeof(t->pdata));
 	return p;
 }
 
@@ -355,21 +367,38 @@ static void tg_established(struct tg *t)
 
 /* ---- events ------------------------------------------------------------------- */
 
+/* End the run in 1 s, time for the flushes and async events to come. */
+static void tg_end_soon(struct tg *t)
+{
+	long long end = vt_now_ms() + 1000;
+
+	if (end < t->end_ms)
+		t->end_ms = end;
+}
+
 static void tg_connect_request(struct tg *t, struct rdma_cm_event *ev)
 {
-	struct rdma_conn_param p = tg_conn_param(t);
+	struct rdma_conn_param p = tg_conn_param(t);	/* fills t->pdata */
 
 	printf("CONNECT_REQUEST pdata %u ird %u ord %u\n",
 	       ev->param.conn.private_data_len,
 	       ev->param.conn.responder_resources,
 	       ev->param.conn.initiator_depth);
+	if (t->o.no_accept) {
+		printf("PENDING connection request left unanswered\n");
+		return;
+	}
 	if (t->id) {
 		printf("REJECT extra connection: rc %d\n", rdma_reject(ev->id,
 		       NULL, 0));
 		return;
 	}
 	if (t->o.reject) {
-		printf("REJECT rc %d\n", rdma_reject(ev->id, NULL, 0));
+		printf("REJECT rc %d\n", rdma_reject(ev->id, t->pdata,
+		       (uint8_t)t->o.pdata));
+		/* no event follows a reject: that is the end of it */
+		if (t->o.until_disconnect)
+			tg_end_soon(t);
 		return;
 	}
 	if (tg_setup_qp(t, ev->id))
@@ -387,19 +416,35 @@ static bool tg_is_end_event(enum rdma_cm_event_type e)
 	       e == RDMA_CM_EVENT_DEVICE_REMOVAL;
 }
 
+/* "CM PDATA len N HEX" (the first 64 bytes) for events that carry it. */
+static void tg_print_cm_pdata(const struct rdma_cm_event *ev)
+{
+	const uint8_t *p = ev->param.conn.private_data;
+	unsigned int i, n = ev->param.conn.private_data_len;
+
+	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST &&
+	    ev->event != RDMA_CM_EVENT_ESTABLISHED &&
+	    ev->event != RDMA_CM_EVENT_REJECTED &&
+	    ev->event != RDMA_CM_EVENT_CONNECT_RESPONSE)
+		return;
+	if (!n || !p)
+		return;
+	printf("CM PDATA len %u ", n);
+	for (i = 0; i < n && i < 64; i++)
+		printf("%02x", p[i]);
+	printf("\n");
+}
+
 static void tg_cm_event(struct tg *t, struct rdma_cm_event *ev)
 {
 	printf("CM EVENT %s status %d\n", tg_cm_name(ev->event), ev->status);
+	tg_print_cm_pdata(ev);
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		tg_connect_request(t, ev);
 	else if (ev->event == RDMA_CM_EVENT_ESTABLISHED)
 		tg_established(t);
-	if (tg_is_end_event(ev->event) && t->o.until_disconnect) {
-		long long end = vt_now_ms() + 1000;
-
-		if (end < t->end_ms)
-			t->end_ms = end;
-	}
+	if (tg_is_end_event(ev->event) && t->o.until_disconnect)
+		tg_end_soon(t);
 	rdma_ack_cm_event(ev);
 }
 
@@ -475,8 +520,24 @@ static bool tg_due(const struct tg *t, double after)
 	       vt_now_ms() >= t->est_ms + (long long)(after * 1000);
 }
 
+static void tg_modify(struct tg *t, enum ibv_qp_state state)
+{
+	struct ibv_qp_attr attr = { .qp_state = state };
+	int rv = ibv_modify_qp(t->id->qp, &attr, IBV_QP_STATE);
+
+	printf("MODIFY %s rc %d\n", vt_qp_state_str(state), rv);
+}
+
 static void tg_timers(struct tg *t)
 {
+	if (!t->err_done && tg_due(t, t->o.qp_error_after)) {
+		t->err_done = true;
+		tg_modify(t, IBV_QPS_ERR);
+	}
+	if (!t->reset_done && tg_due(t, t->o.qp_reset_after)) {
+		t->reset_done = true;
+		tg_modify(t, IBV_QPS_RESET);
+	}
 	if (!t->dereg_done && tg_due(t, t->o.dereg_after) && t->mr) {
 		long long t0 = vt_now_ms();
 		int rv;
@@ -596,7 +657,7 @@ static int tg_server(struct tg *t)
 {
 	if (vt_bind_listener(t->o.host, t->o.port, &t->ch, &t->listen))
 		return -1;
-	if (rdma_listen(t->listen, 8)) {
+	if (rdma_listen(t->listen, t->o.backlog)) {
 		tg_verb_failed(t, "rdma_listen", errno);
 		return -1;
 	}
@@ -656,10 +717,17 @@ static void tg_usage(void)
 	      "                     ESTABLISHED (for viw_peer -i FILE)\n"
 	      "  --ird N --ord N    conn params (default 16)\n"
 	      "  --reject           server: rdma_reject the request\n"
+	      "  --no-accept        server: leave every request unanswered\n"
 	      "  --mr-access rw|r|w|none  the MR's remote rights (default rw)\n"
 	      "  --show-recv        at the end, print each receive buffer as runs\n"
 	      "                     of equal bytes: RECVBUF i off..end 0xNN ...\n"
-	      "Prints CM EVENT name status S, WC opcode O status S len L, ASYNC name,\n"
+	      "  --backlog N        rdma_listen backlog (default 8); a server\n"
+	      "                     accepts one connection and rejects the others\n"
+	      "  --pdata N          N bytes of private data ('T') in connect/accept\n"
+	      "  --qp-error-after S / --qp-reset-after S  ibv_modify_qp to ERR or\n"
+	      "                     RESET S s after ESTABLISHED (\"MODIFY ERR rc R\")\n"
+	      "Timed actions run in the order error, reset, dereg, disconnect.\n"
+	      "Prints CM EVENT name status S (+ CM PDATA len N HEX), WC opcode O status S len L, ASYNC name,\n"
 	      "RECV/READ DATA len L fill 0xNN|mixed, DEREG rc R secs S, DISCONNECT rc R,\n"
 	      "QPSTATE name, MR CHANGED off..end (end exclusive) | MR UNCHANGED, EXIT rc\n",
 	      stderr);
@@ -669,7 +737,8 @@ static void tg_usage(void)
 enum {
 	TG_O_MR = 256, TG_O_RECV, TG_O_RECV_SIZE, TG_O_SEND, TG_O_WRITE,
 	TG_O_READ, TG_O_RSTAG, TG_O_RTO, TG_O_DEREG, TG_O_DISC, TG_O_RUN,
-	TG_O_INFO, TG_O_UNTIL, TG_O_REJECT, TG_O_IRD, TG_O_ORD,
+	TG_O_INFO, TG_O_UNTIL, TG_O_REJECT, TG_O_IRD, TG_O_ORD, TG_O_PDATA,
+	TG_O_QPERR, TG_O_QPRESET, TG_O_BACKLOG, TG_O_NOACCEPT,
 	TG_O_MR_ACCESS, TG_O_SHOW_RECV,
 };
 
@@ -690,6 +759,11 @@ static const struct option tg_lopts[] = {
 	{ "reject", no_argument, NULL, TG_O_REJECT },
 	{ "ird", required_argument, NULL, TG_O_IRD },
 	{ "ord", required_argument, NULL, TG_O_ORD },
+	{ "pdata", required_argument, NULL, TG_O_PDATA },
+	{ "qp-error-after", required_argument, NULL, TG_O_QPERR },
+	{ "qp-reset-after", required_argument, NULL, TG_O_QPRESET },
+	{ "backlog", required_argument, NULL, TG_O_BACKLOG },
+	{ "no-accept", no_argument, NULL, TG_O_NOACCEPT },
 	{ "mr-access", required_argument, NULL, TG_O_MR_ACCESS },
 	{ "show-recv", no_argument, NULL, TG_O_SHOW_RECV },
 	{ "help", no_argument, NULL, 'h' },
@@ -739,25 +813,82 @@ static void tg_opt(struct tg_opts *o, int opt, const char *v)
 		o->host = v;
 		o->server = opt == 's';
 		break;
-	case TG_O_MR: o->mr_size = tg_num(v); break;
-	case TG_O_RECV: o->recv = (int)tg_num(v); break;
-	case TG_O_RECV_SIZE: o->recv_size = tg_num(v); break;
-	case TG_O_SEND: o->send_len = tg_num(v); o->do_send = true; break;
-	case TG_O_WRITE: o->write_len = tg_num(v); o->do_write = true; break;
-	case TG_O_READ: o->read_len = tg_num(v); o->do_read = true; break;
-	case TG_O_RSTAG: o->rstag = (uint32_t)tg_num(v); break;
-	case TG_O_RTO: o->rto = tg_num(v); break;
-	case TG_O_DEREG: o->dereg_after = tg_secs(v); break;
-	case TG_O_DISC: o->disconnect_after = tg_secs(v); break;
-	case TG_O_RUN: o->run = tg_secs(v); break;
-	case TG_O_INFO: o->info = v; break;
-	case TG_O_UNTIL: o->until_disconnect = true; break;
-	case TG_O_REJECT: o->reject = true; break;
-	case TG_O_IRD: o->ird = (int)tg_num(v); break;
-	case TG_O_ORD: o->ord = (int)tg_num(v); break;
-	case TG_O_MR_ACCESS: o->mr_access = tg_access(v); break;
-	case TG_O_SHOW_RECV: o->show_recv = true; break;
-	default: tg_usage();
+	case TG_O_MR:
+		o->mr_size = tg_num(v);
+		break;
+	case TG_O_RECV:
+		o->recv = (int)tg_num(v);
+		break;
+	case TG_O_RECV_SIZE:
+		o->recv_size = tg_num(v);
+		break;
+	case TG_O_SEND:
+		o->send_len = tg_num(v);
+		o->do_send = true;
+		break;
+	case TG_O_WRITE:
+		o->write_len = tg_num(v);
+		o->do_write = true;
+		break;
+	case TG_O_READ:
+		o->read_len = tg_num(v);
+		o->do_read = true;
+		break;
+	case TG_O_RSTAG:
+		o->rstag = (uint32_t)tg_num(v);
+		break;
+	case TG_O_RTO:
+		o->rto = tg_num(v);
+		break;
+	case TG_O_DEREG:
+		o->dereg_after = tg_secs(v);
+		break;
+	case TG_O_DISC:
+		o->disconnect_after = tg_secs(v);
+		break;
+	case TG_O_RUN:
+		o->run = tg_secs(v);
+		break;
+	case TG_O_INFO:
+		o->info = v;
+		break;
+	case TG_O_UNTIL:
+		o->until_disconnect = true;
+		break;
+	case TG_O_REJECT:
+		o->reject = true;
+		break;
+	case TG_O_IRD:
+		o->ird = (int)tg_num(v);
+		break;
+	case TG_O_ORD:
+		o->ord = (int)tg_num(v);
+		break;
+	case TG_O_PDATA:
+		o->pdata = tg_num(v);
+		if (o->pdata > 255)
+			tg_usage();
+		break;
+	case TG_O_QPERR:
+		o->qp_error_after = tg_secs(v);
+		break;
+	case TG_O_BACKLOG:
+		o->backlog = (int)tg_num(v);
+		break;
+	case TG_O_NOACCEPT:
+		o->no_accept = true;
+		break;
+	case TG_O_QPRESET:
+		o->qp_reset_after = tg_secs(v);
+		break;
+	case TG_O_MR_ACCESS:
+		o->mr_access = tg_access(v);
+		break;
+	case TG_O_SHOW_RECV:
+		o->show_recv = true;
+		break;
+	default:
+		tg_usage();
 	}
 }
 
@@ -768,6 +899,8 @@ static void tg_parse(int argc, char **argv, struct tg_opts *o)
 	*o = (struct tg_opts){ .recv_size = 4096, .rstag = 0x1234,
 			       .dereg_after = -1, .disconnect_after = -1,
 			       .run = 10, .ird = 16, .ord = 16,
+			       .qp_error_after = -1, .qp_reset_after = -1,
+			       .backlog = 8,
 			       .mr_access = IBV_ACCESS_REMOTE_READ |
 					    IBV_ACCESS_REMOTE_WRITE };
 	while ((opt = getopt_long(argc, argv, "s:c:h", tg_lopts, NULL)) != -1)

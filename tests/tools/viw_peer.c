@@ -539,6 +539,7 @@ struct vp_msg {
 	bool has_qn;
 	u32 qn;
 	u32 partial;		/* 0: whole; else FPDU bytes to send */
+	u32 segs;		/* 0: all; else only the first segs segments */
 };
 
 static void vp_msg_opts(const struct vp_step *s, struct vp_msg *m)
@@ -556,6 +557,7 @@ static void vp_msg_opts(const struct vp_step *s, struct vp_msg *m)
 	m->has_qn = vp_has(s, "qn");
 	m->qn = (u32)vp_num(s, "qn", 0);
 	m->partial = (u32)vp_num(s, "partial", 0);
+	m->segs = (u32)vp_num(s, "segs", 0);
 }
 
 /* One segment of @n payload bytes at message offset @off. */
@@ -597,7 +599,7 @@ static u32 vp_send_msg(struct vp_conn *c, const struct vp_step *s,
 		vp_send_segment(c, s, m, off, n, off + n == m->len);
 		off += n;
 		segs++;
-	} while (off < m->len);
+	} while (off < m->len && (!m->segs || segs < m->segs));
 	return segs;
 }
 
@@ -832,6 +834,7 @@ static void vp_step_mpa_req(struct vp_conn *c, struct vp_step *s)
 	static u8 buf[VIW_MPA_HDR_LEN + VIW_MPA_V2_EXT_LEN + 0xffff];
 	struct viw_mpa_frame fr = {};
 	u32 pd, len, ird, ord;
+	u8 rev;
 
 	vp_need_fd(c, s);
 	fr.revision = (u8)vp_num(s, "rev", 2);
@@ -849,18 +852,15 @@ static void vp_step_mpa_req(struct vp_conn *c, struct vp_step *s)
 	pd = (u32)vp_num(s, "pd", 0);
 	if (pd > 0xffff)
 		vp_usage_err("%s: pd=%u is more than 65535", s->text, pd);
-	if (!(fr.revision == 1 || fr.revision == 2))
+	/* the codec refuses other revisions: encode as 1, patch them in */
+	rev = fr.revision;
+	if (rev != 1 && rev != 2) {
+		fr.revision = 1;
 		fr.enhanced = false;
-	{
-		/* the codec refuses other revisions: patch them in */
-		u8 rev = fr.revision;
-
-		if (rev != 1 && rev != 2)
-			fr.revision = 1;
-		len = vp_mpa_build(s, buf, &fr, pd, ird, ord);
-		buf[17] = rev;
-		fr.revision = rev;
 	}
+	len = vp_mpa_build(s, buf, &fr, pd, ird, ord);
+	buf[17] = rev;
+	fr.revision = rev;
 	if (vp_flag(s, "badkey", false))
 		buf[4] ^= 0x20;	/* "MPA id Req Frame" */
 	c->req = fr;
@@ -1339,6 +1339,16 @@ static void vp_step_hold(struct vp_conn *c, struct vp_step *s)
 		pause();
 }
 
+/* TCP_CORK: hold the following steps' bytes back, to send them together. */
+static void vp_step_cork(struct vp_conn *c, struct vp_step *s)
+{
+	int on = !strcmp(s->def->name, "cork");
+
+	vp_need_fd(c, s);
+	setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+	vp_out("%s", on ? "CORK" : "UNCORK");
+}
+
 static void vp_step_fin(struct vp_conn *c, struct vp_step *s)
 {
 	vp_need_fd(c, s);
@@ -1367,7 +1377,7 @@ static void vp_step_close(struct vp_conn *c, struct vp_step *s)
 
 /* ---- step table and usage ------------------------------------------------------------ */
 
-#define VP_MSG_KEYS "len,mulpdu,fill,crc,last,qn,partial"
+#define VP_MSG_KEYS "len,mulpdu,fill,crc,last,qn,partial,segs"
 
 static const struct vp_step_def vp_defs[] = {
 	{ "mpa-req", "rev,crc,markers,badkey,pd,pdlen,ird,ord,p2p,rtr,enhanced",
@@ -1394,6 +1404,8 @@ static const struct vp_step_def vp_defs[] = {
 	{ "noread", NULL, 0, vp_step_noread },
 	{ "sleep", "secs", 1, vp_step_sleep },
 	{ "hold", NULL, 0, vp_step_hold },
+	{ "cork", NULL, 0, vp_step_cork },
+	{ "uncork", NULL, 0, vp_step_cork },
 	{ "fin", NULL, 0, vp_step_fin },
 	{ "rst", NULL, 0, vp_step_rst },
 	{ "close", NULL, 0, vp_step_close },
@@ -1424,10 +1436,11 @@ static const char vp_usage_text[] =
 "          enhanced=]  (server) answer; defaults follow the request\n"
 "  rtr[:type=send|write|read]  the RFC 6581 RTR (default: the negotiated one)\n"
 "  send:len=N[,msn=M,mo=O,last=0|1,se=0|1,inv=STAG,qn=Q,fill=B,mulpdu=U,\n"
-"       crc=bad,partial=P]  untagged SEND (qn 0) in FPDUs of at most U bytes\n"
-"       of DDP segment (default 1024); MO and L set right unless overridden\n"
-"       (last= is L of the final segment; MSN counts from 1)\n"
-"  write:stag=S,to=T,len=N[,partial=P,fill=B,mulpdu=U,crc=bad,last=0|1]\n"
+"       crc=bad,partial=P,segs=K]  untagged SEND (qn 0) in FPDUs of at most\n"
+"       U bytes of DDP segment (default 1024); MO and L set right unless\n"
+"       overridden (last= is L of the final segment; MSN counts from 1);\n"
+"       segs=K sends only the first K segments (the rest never comes)\n"
+"  write:stag=S,to=T,len=N[,partial=P,fill=B,mulpdu=U,crc=bad,last=0|1,segs=K]\n"
 "       tagged RDMA WRITE; partial=P sends the message as ONE FPDU and only\n"
 "       its first P bytes (counted from the MPA length field; the tagged\n"
 "       header ends at byte 16), then goes on with the next step\n"
@@ -1447,6 +1460,8 @@ static const char vp_usage_text[] =
 "  rcvbuf:BYTES  SO_RCVBUF, applied before connect/listen wherever it stands\n"
 "  noread  never read the socket again   sleep:SECS   hold (until killed)\n"
 "  fin (shutdown write)   rst (SO_LINGER 0 close)   close\n"
+"  cork / uncork  TCP_CORK on/off: send what lies between in as few\n"
+"       segments as possible (e.g. cork mpa-req send:len=8 fin)\n"
 "CRC is on in FPDUs if the MPA exchange negotiated it.  Received FPDUs:\n"
 "  FPDU WRITE|READ_RESP stag S to T len N last L\n"
 "  FPDU SEND|SEND_SE|SEND_INV|SEND_SE_INV qn Q msn M mo O len N last L inv S\n"

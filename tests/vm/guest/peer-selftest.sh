@@ -13,7 +13,9 @@
 #   - a TERMINATE from the peer that the target sees as an async event and
 #     an errored QP, and the stream closes;
 #   - viw_peer -l answering viw_target -c (SEND, WRITE, READ from viw; the
-#     peer answers the READ; rdma_disconnect gives the peer a FIN).
+#     peer answers the READ; rdma_disconnect gives the peer a FIN);
+#   - rejects with private data, both ways; RFC 6581 RTR, both ways (viw's
+#     mpa_p2p on); the same over IPv6.
 . "$(dirname "$0")/../lib.sh"
 
 PEER=$VIW_BUILD/tests/tools/viw_peer
@@ -124,9 +126,116 @@ peer_server() {
 	log "viw_peer -l answering viw_target -c ok"
 }
 
+# reject_both PORT: viw rejects the peer's request and the peer rejects
+# viw's, each with private data that reaches the other side.
+reject_both() {
+	local port=$1 tlog plog pid rc=0
+
+	tlog=$VIW_OUT/reject.target
+	plog=$VIW_OUT/reject.peer
+	in_b "$TARGET" -s "$IP_B" "$port" --reject --pdata 10 --run 20 \
+		--until-disconnect >"$tlog" 2>&1 &
+	pid=$!
+	wait_listen "$NS_B" "$port"
+	in_a "$PEER" -t 30 -c "$IP_B:$port" mpa-req:pd=20 \
+		expect-rep:reject=1 expect-close:secs=20 >"$plog" 2>&1 || rc=$?
+	wait "$pid" || rc=$((rc ? rc : 100 + $?))
+	show "$plog" "$tlog"
+	[ "$rc" = 0 ] || die "reject by viw: peer or target failed ($rc)"
+	has "$tlog" '^CM PDATA len 20 6162636465666768696a6b6c6d6e6f7071727374$'
+	has "$tlog" '^REJECT rc 0$'
+	has "$plog" '^REPLY rev 2 crc 0 reject 1 pd 10 '
+	has "$plog" '^PDATA 10 54545454545454545454$'
+
+	tlog=$VIW_OUT/rejected.target
+	plog=$VIW_OUT/rejected.peer
+	rc=0
+	in_a "$PEER" -t 30 -l "$((port + 1))" expect-req:pd=5 \
+		mpa-rep:reject=1,pd=30 expect-close:secs=20 >"$plog" 2>&1 &
+	pid=$!
+	wait_listen "$NS_A" "$((port + 1))"
+	in_b "$TARGET" -c "$IP_A" "$((port + 1))" --pdata 5 --run 20 \
+		--until-disconnect >"$tlog" 2>&1 || rc=$?
+	wait "$pid" || rc=$((rc ? rc : 100 + $?))
+	show "$plog" "$tlog"
+	[ "$rc" = 0 ] || die "reject by the peer: peer or target failed ($rc)"
+	has "$plog" '^PDATA 5 5454545454$'
+	has "$tlog" '^CM EVENT REJECTED status '
+	has "$tlog" '^CM PDATA len 30 6162636465666768696a6b6c6d6e6f707172737475767778797a61626364$'
+	log "rejects with private data, both ways, ok"
+}
+
+# p2p_both PORT: with viw's mpa_p2p on, the peer's RTR opens the passive
+# side, and viw as initiator sends its RTR before anything else.
+p2p_both() {
+	local port=$1 tlog plog pid rc=0 knob=/sys/kernel/debug/viw/mpa_p2p
+
+	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+	echo 1 >"$knob"
+	tlog=$VIW_OUT/p2p.target
+	plog=$VIW_OUT/p2p.peer
+	in_b "$TARGET" -s "$IP_B" "$port" --recv 2 --run 20 \
+		--until-disconnect >"$tlog" 2>&1 &
+	pid=$!
+	wait_listen "$NS_B" "$port"
+	in_a "$PEER" -t 30 -c "$IP_B:$port" mpa-req:rtr=read+write \
+		expect-rep:p2p=1 rtr send:len=10 expect-open:secs=2 fin \
+		expect-close:secs=20 >"$plog" 2>&1 || rc=$?
+	wait "$pid" || rc=$((rc ? rc : 100 + $?))
+	show "$plog" "$tlog"
+	[ "$rc" = 0 ] || die "p2p, viw passive: peer or target failed ($rc)"
+	has "$plog" '^REPLY rev 2 crc 0 reject 0 pd 0 ird [0-9]+ ord [0-9]+ p2p 1 rtr (read|write)$'
+	has "$tlog" '^CM EVENT ESTABLISHED status 0$'
+	has "$tlog" '^WC opcode RECV status SUCCESS len 10$'
+
+	tlog=$VIW_OUT/p2p-active.target
+	plog=$VIW_OUT/p2p-active.peer
+	rc=0
+	in_a "$PEER" -t 30 -l "$((port + 1))" expect-req:p2p=1 mpa-rep \
+		read-fpdus:count=2,secs=20 expect-close:secs=20 >"$plog" 2>&1 &
+	pid=$!
+	wait_listen "$NS_A" "$((port + 1))"
+	in_b "$TARGET" -c "$IP_A" "$((port + 1))" --send 10 \
+		--disconnect-after 2 --run 20 --until-disconnect >"$tlog" 2>&1 || rc=$?
+	wait "$pid" || rc=$((rc ? rc : 100 + $?))
+	echo 0 >"$knob"
+	show "$plog" "$tlog"
+	[ "$rc" = 0 ] || die "p2p, viw active: peer or target failed ($rc)"
+	# the RTR (zero-length WRITE: the peer picked write), then the SEND
+	grep -A2 '^SENT MPA REP' "$plog" | sed -n 2p | grep -q '^FPDU WRITE stag 0x0 to 0x0 len 0 last 1$' ||
+		die "p2p, viw active: the first FPDU is not the RTR"
+	has "$plog" '^FPDU SEND qn 0 msn 1 mo 0 len 10 last 1 '
+	has "$tlog" '^WC opcode SEND status SUCCESS '
+	log "RFC 6581 RTR, both ways, ok"
+}
+
+# ipv6 PORT: the client case over IPv6 (viw_peer -6, [addr]:port).
+ipv6() {
+	local port=$1 tlog plog pid rc=0
+
+	tlog=$VIW_OUT/ipv6.target
+	plog=$VIW_OUT/ipv6.peer
+	in_b "$TARGET" -s "$IP6_B" "$port" --recv 2 --run 20 \
+		--until-disconnect >"$tlog" 2>&1 &
+	pid=$!
+	wait_listen "$NS_B" "$port"
+	in_a "$PEER" -6 -t 30 -c "[$IP6_B]:$port" mpa-req:crc=1 \
+		expect-rep:crc=1 send:len=1500 expect-open:secs=2 fin \
+		expect-close:secs=20 >"$plog" 2>&1 || rc=$?
+	wait "$pid" || rc=$((rc ? rc : 100 + $?))
+	show "$plog" "$tlog"
+	[ "$rc" = 0 ] || die "IPv6: peer or target failed ($rc)"
+	has "$plog" "^CONNECTED local $IP6_A port "
+	has "$tlog" '^WC opcode RECV status SUCCESS len 1500$'
+	log "IPv6 ok"
+}
+
 "$PEER" --help | grep -q '^usage: viw_peer' || die "viw_peer --help"
 expect_fail "$PEER" -c "$IP_B:1" no-such-step
 
 peer_client nocrc 0 7300
 peer_client crc 1 7301
 peer_server 7302
+reject_both 7303
+p2p_both 7305
+ipv6 7307
