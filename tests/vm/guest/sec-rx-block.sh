@@ -62,8 +62,15 @@ stall() {
 		die "$1: the TERMINATE was dropped without a word"
 }
 
+# stop PID: the background in_a subshell PID and viw_peer, its child.
+stop() {
+	pkill -P "$1" 2>/dev/null || true
+	kill "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
 finish() {
-	kill "$PPID_PEER" 2>/dev/null || true
+	stop "$PPID_PEER"
 	wait "$PPID_PEER" 2>/dev/null || true
 	sed "s/^/$1.peer: /" "$VIW_OUT/$1.peer"
 	sed "s/^/$1.target: /" "$VIW_OUT/$1.target"
@@ -87,8 +94,7 @@ for base in 10 20 30 40 50; do
 			die "fill$n: viw_target did not exit within $BOUND s of its teardown"
 		fi
 		wait "$tpid" || die "fill$n: viw_target failed"
-		kill "$ppid" 2>/dev/null || true
-		wait "$ppid" 2>/dev/null || true
+		stop "$ppid"
 	done
 done
 log "exact-fill: teardown within $BOUND s for 10..59 responses"

@@ -252,7 +252,8 @@ done
 expect busy-tx 1/1/0 "" "${BUSY[@]}" \
 	write:stag=@STAG+1,to=@ADDR,len=64
 
-kill "$OTHER_PEER" 2>/dev/null || true
+# (in_a runs viw_peer as a child of the background subshell)
+pkill -P "$OTHER_PEER" 2>/dev/null || true
 wait "$OTHER_PEER" 2>/dev/null || true
 wait "$OTHER_TARGET" 2>/dev/null || true
 [ ${#FAILED[@]} = 0 ] || die "${#FAILED[@]} case(s) failed: ${FAILED[*]}"
