@@ -196,6 +196,7 @@ struct viw_wq {
 	u32 done;			/* next slot to complete */
 	u32 next;			/* RQ: next slot for an incoming SEND */
 	u32 max_sge;
+	bool failed;			/* SQ: a WQE failed, flush the later */
 	spinlock_t lock;
 };
 
@@ -366,6 +367,8 @@ struct viw_qp {
 	struct viw_term term;		/* TERMINATE to send, if pending */
 	bool term_pending;
 	bool term_sent;
+	/* the TERMINATE went out or cannot any more; ERROR was reached */
+	struct completion term_done;
 };
 
 static inline struct viw_device *to_viw_dev(struct ib_device *ibdev)
@@ -576,7 +579,6 @@ void viw_tx_qp_init(struct viw_qp *qp);
 void viw_tx_kick(struct viw_qp *qp);
 void viw_tx_abort(struct viw_qp *qp);
 int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr);
-int viw_tx_send_term(struct viw_qp *qp);
 
 /* viw_rx.c */
 void viw_rx_data_ready(struct sock *sk);

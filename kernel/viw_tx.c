@@ -491,6 +491,48 @@ static int viw_tx_step(struct viw_qp *qp)
 	return rv ? rv : 1;
 }
 
+/* Send the QP's pending TERMINATE (tx_lock held). */
+static int viw_tx_send_term(struct viw_qp *qp)
+{
+	struct viw_ddp_hdr h = {
+		.opcode = VIW_RDMAP_TERMINATE,
+		.last = true,
+		.qn = VIW_QN_TERMINATE,
+		.msn = qp->tx_msn_term,
+	};
+	u8 *p = qp->tx_buf + VIW_MPA_LEN_SIZE;
+	int hlen, blen;
+
+	hlen = viw_ddp_encode(p, VIW_MAX_HDR_LEN, &h);
+	if (hlen < 0)
+		return hlen;
+	blen = viw_term_encode(p + hlen, VIW_TX_TRAILER_OFF - VIW_MPA_LEN_SIZE -
+				   hlen, &qp->term);
+	if (blen < 0)
+		return blen;
+	qp->tx_msn_term++;
+	return viw_tx_fpdu(qp, hlen + blen, 0, 0, false);
+}
+
+/*
+ * The error work has stopped the QP (SQE) and waits for its TERMINATE:
+ * send it, between two FPDUs, and wake the error work.  Nothing else is
+ * sent after it.  The send may block on a peer that does not read; the
+ * error work then gives up waiting and aborts the connection, which ends
+ * the send.
+ */
+static void viw_tx_terminate(struct viw_qp *qp)
+{
+	if (READ_ONCE(qp->state) != IB_QPS_SQE ||
+	    completion_done(&qp->term_done))
+		return;
+	if (qp->term_pending && qp->sock && !viw_tx_send_term(qp)) {
+		WRITE_ONCE(qp->term_sent, true);
+		viw_count(qp->vdev, VIW_CNT_TERM_SENT, 1);
+	}
+	complete_all(&qp->term_done);
+}
+
 static void viw_tx_work(struct work_struct *work)
 {
 	struct viw_qp *qp = container_of(work, struct viw_qp, tx_work);
@@ -498,6 +540,7 @@ static void viw_tx_work(struct work_struct *work)
 	int rv = 0;
 
 	mutex_lock(&qp->tx_lock);
+	viw_tx_terminate(qp);
 	while (budget--) {
 		rv = viw_tx_step(qp);
 		if (rv <= 0)
@@ -521,27 +564,5 @@ void viw_tx_qp_init(struct viw_qp *qp)
 {
 	INIT_WORK(&qp->tx_work, viw_tx_work);
 	mutex_init(&qp->tx_lock);
-}
-
-/* Send the QP's pending TERMINATE (tx_lock held). */
-int viw_tx_send_term(struct viw_qp *qp)
-{
-	struct viw_ddp_hdr h = {
-		.opcode = VIW_RDMAP_TERMINATE,
-		.last = true,
-		.qn = VIW_QN_TERMINATE,
-		.msn = qp->tx_msn_term,
-	};
-	u8 *p = qp->tx_buf + VIW_MPA_LEN_SIZE;
-	int hlen, blen;
-
-	hlen = viw_ddp_encode(p, VIW_MAX_HDR_LEN, &h);
-	if (hlen < 0)
-		return hlen;
-	blen = viw_term_encode(p + hlen, VIW_TX_TRAILER_OFF - VIW_MPA_LEN_SIZE -
-				   hlen, &qp->term);
-	if (blen < 0)
-		return blen;
-	qp->tx_msn_term++;
-	return viw_tx_fpdu(qp, hlen + blen, 0, 0, false);
+	init_completion(&qp->term_done);
 }

@@ -45,6 +45,7 @@ int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge)
 	wq->ring.extra = (size_t)num_slots * (slot_size + sizeof(*wq->status));
 	wq->fetch = 0;
 	wq->done = 0;
+	wq->failed = false;
 	wq->max_sge = max_sge;
 	spin_lock_init(&wq->lock);
 	return 0;
@@ -190,6 +191,8 @@ static void viw_sq_error_at(struct viw_qp *qp, u32 index, u8 status)
 		if (*viw_wq_status(sq, i) == VIW_CQE_SUCCESS)
 			*viw_wq_status(sq, i) = VIW_CQE_WR_FLUSH_ERR;
 	}
+	/* and so are those still on the wire, until the flush */
+	sq->failed = true;
 }
 
 /**
@@ -208,10 +211,12 @@ void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status)
 
 	spin_lock_irqsave(&sq->lock, flags);
 	if (index - sq->done < sq->fetch - sq->done) {
-		if (status == VIW_CQE_SUCCESS)
-			*viw_wq_status(sq, index) = status;
-		else
+		if (status != VIW_CQE_SUCCESS)
 			viw_sq_error_at(qp, index, status);
+		else if (sq->failed)
+			*viw_wq_status(sq, index) = VIW_CQE_WR_FLUSH_ERR;
+		else
+			*viw_wq_status(sq, index) = status;
 		viw_sq_retire_finished(qp);
 	}
 	spin_unlock_irqrestore(&sq->lock, flags);
@@ -276,6 +281,9 @@ static u32 viw_wq_flush_locked(struct viw_qp *qp, struct viw_wq *wq,
 		viw_count(qp->vdev, VIW_CNT_FLUSHED_WQES, 1);
 	}
 	wq->next = wq->done;
+	/* Every WQE the engine took is retired: none is left to fail. */
+	if (wq->done == wq->fetch)
+		wq->failed = false;
 	return n;
 }
 

@@ -13,7 +13,8 @@
  * Lines: "CM EVENT name status S", "WC opcode O status S len L",
  * "ASYNC name", "INFO STAG 0x.. ADDR 0x.. LEN n QPN n", "DEREG rc R secs S",
  * "DISCONNECT rc R", "QPSTATE name", "MR CHANGED off..end" (byte offsets,
- * end exclusive, one line per changed run) or "MR UNCHANGED", "EXIT rc".
+ * end exclusive, one line per changed run) or "MR UNCHANGED",
+ * "RECVBUF i off..end 0xNN ..." (--show-recv), "EXIT rc".
  * Exit 0 unless a verb failed unexpectedly (1), or bad options (2).
  */
 #define _GNU_SOURCE
@@ -57,6 +58,8 @@ struct tg_opts {
 	bool no_accept;			/* leave connection requests pending */
 	double qp_error_after;		/* < 0: never */
 	double qp_reset_after;		/* < 0: never */
+	int mr_access;			/* IBV_ACCESS_REMOTE_* of the MR */
+	bool show_recv;
 };
 
 struct tg {
@@ -193,8 +196,7 @@ static uint8_t *tg_alloc(size_t len)
 
 static int tg_reg_mrs(struct tg *t)
 {
-	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-		  IBV_ACCESS_REMOTE_WRITE;
+	int acc = IBV_ACCESS_LOCAL_WRITE | t->o.mr_access;
 	size_t i, ops = t->o.send_len;
 
 	if (t->o.write_len > ops)
@@ -603,6 +605,27 @@ static void tg_report_mr(const struct tg *t)
 		printf("MR CHANGED %d runs in all\n", runs);
 }
 
+/* "RECVBUF i off..end 0xNN ...": runs of equal bytes in receive buffer i. */
+static void tg_report_recv(const struct tg *t)
+{
+	size_t base = t->op_size - (size_t)t->o.recv * t->o.recv_size;
+	size_t i, start;
+	int r, runs;
+
+	for (r = 0; t->o.show_recv && r < t->o.recv; r++) {
+		const uint8_t *p = t->op_buf + base + (size_t)r * t->o.recv_size;
+
+		printf("RECVBUF %d", r);
+		for (i = 0, runs = 0; i < t->o.recv_size && runs < TG_MAX_RUNS;
+		     runs++) {
+			for (start = i; i < t->o.recv_size && p[i] == p[start];)
+				i++;
+			printf(" %zu..%zu 0x%02x", start, i, p[start]);
+		}
+		printf("%s\n", i < t->o.recv_size ? " ..." : "");
+	}
+}
+
 static void tg_teardown(struct tg *t)
 {
 	if (t->id && t->id->qp) {
@@ -610,6 +633,7 @@ static void tg_teardown(struct tg *t)
 		rdma_destroy_qp(t->id);
 	}
 	tg_report_mr(t);
+	tg_report_recv(t);
 	fflush(stdout);
 	if (t->mr)
 		ibv_dereg_mr(t->mr);
@@ -694,6 +718,9 @@ static void tg_usage(void)
 	      "  --ird N --ord N    conn params (default 16)\n"
 	      "  --reject           server: rdma_reject the request\n"
 	      "  --no-accept        server: leave every request unanswered\n"
+	      "  --mr-access rw|r|w|none  the MR's remote rights (default rw)\n"
+	      "  --show-recv        at the end, print each receive buffer as runs\n"
+	      "                     of equal bytes: RECVBUF i off..end 0xNN ...\n"
 	      "  --backlog N        rdma_listen backlog (default 8); a server\n"
 	      "                     accepts one connection and rejects the others\n"
 	      "  --pdata N          N bytes of private data ('T') in connect/accept\n"
@@ -712,6 +739,7 @@ enum {
 	TG_O_READ, TG_O_RSTAG, TG_O_RTO, TG_O_DEREG, TG_O_DISC, TG_O_RUN,
 	TG_O_INFO, TG_O_UNTIL, TG_O_REJECT, TG_O_IRD, TG_O_ORD, TG_O_PDATA,
 	TG_O_QPERR, TG_O_QPRESET, TG_O_BACKLOG, TG_O_NOACCEPT,
+	TG_O_MR_ACCESS, TG_O_SHOW_RECV,
 };
 
 static const struct option tg_lopts[] = {
@@ -736,6 +764,8 @@ static const struct option tg_lopts[] = {
 	{ "qp-reset-after", required_argument, NULL, TG_O_QPRESET },
 	{ "backlog", required_argument, NULL, TG_O_BACKLOG },
 	{ "no-accept", no_argument, NULL, TG_O_NOACCEPT },
+	{ "mr-access", required_argument, NULL, TG_O_MR_ACCESS },
+	{ "show-recv", no_argument, NULL, TG_O_SHOW_RECV },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -758,6 +788,19 @@ static double tg_secs(const char *v)
 	if (!*v || *end || d < 0)
 		tg_usage();
 	return d;
+}
+
+static int tg_access(const char *v)
+{
+	if (!strcmp(v, "rw"))
+		return IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+	if (!strcmp(v, "r"))
+		return IBV_ACCESS_REMOTE_READ;
+	if (!strcmp(v, "w"))
+		return IBV_ACCESS_REMOTE_WRITE;
+	if (strcmp(v, "none"))
+		tg_usage();
+	return 0;
 }
 
 static void tg_opt(struct tg_opts *o, int opt, const char *v)
@@ -838,6 +881,12 @@ static void tg_opt(struct tg_opts *o, int opt, const char *v)
 	case TG_O_QPRESET:
 		o->qp_reset_after = tg_secs(v);
 		break;
+	case TG_O_MR_ACCESS:
+		o->mr_access = tg_access(v);
+		break;
+	case TG_O_SHOW_RECV:
+		o->show_recv = true;
+		break;
 	default:
 		tg_usage();
 	}
@@ -851,7 +900,9 @@ static void tg_parse(int argc, char **argv, struct tg_opts *o)
 			       .dereg_after = -1, .disconnect_after = -1,
 			       .run = 10, .ird = 16, .ord = 16,
 			       .qp_error_after = -1, .qp_reset_after = -1,
-			       .backlog = 8 };
+			       .backlog = 8,
+			       .mr_access = IBV_ACCESS_REMOTE_READ |
+					    IBV_ACCESS_REMOTE_WRITE };
 	while ((opt = getopt_long(argc, argv, "s:c:h", tg_lopts, NULL)) != -1)
 		tg_opt(o, opt, optarg);
 	if (!o->host || optind != argc - 1)

@@ -119,6 +119,7 @@ static struct {
 	int timeout;
 	const char *info;
 	int rcvbuf;
+	bool pattern;		/* -P: check tagged payloads */
 } vp_opt = { .count = 1, .timeout = 30 };
 
 static struct vp_step vp_steps[VP_MAX_STEPS];
@@ -656,6 +657,29 @@ static const char *const vp_op_names[] = {
 	[VIW_RDMAP_TERMINATE] = "TERMINATE",
 };
 
+/*
+ * -P: the payload of a tagged FPDU must be viw_target's MR pattern,
+ * (7 * k + 3) & 0x7f at MR offset k, taking the TO as that offset (so a
+ * Read Request's sink_to is set to its source offset).  " pattern ok" or
+ * " pattern bad at +N" (the first wrong byte) for the FPDU line.
+ */
+static const char *vp_pattern_check(const struct vp_fpdu *f)
+{
+	static char buf[48];
+	const u8 *p = f->ulpdu + VIW_DDP_TAGGED_HDR_LEN;
+	u32 i;
+
+	if (!vp_opt.pattern || f->hdr_rv || !f->hdr.tagged)
+		return "";
+	for (i = 0; i < f->payload_len; i++)
+		if (p[i] != (u8)(((f->hdr.to + i) * 7 + 3) & 0x7f))
+			break;
+	if (i == f->payload_len)
+		return " pattern ok";
+	snprintf(buf, sizeof(buf), " pattern bad at +%u", i);
+	return buf;
+}
+
 /* One line per FPDU: "FPDU OPCODE fields... len N last L [badcrc]". */
 static void vp_print_fpdu(struct vp_conn *c, const struct vp_fpdu *f)
 {
@@ -672,9 +696,10 @@ static void vp_print_fpdu(struct vp_conn *c, const struct vp_fpdu *f)
 	switch (h->opcode) {
 	case VIW_RDMAP_WRITE:
 	case VIW_RDMAP_READ_RESP:
-		vp_out("FPDU %s stag 0x%x to 0x%llx len %u last %d%s",
+		vp_out("FPDU %s stag 0x%x to 0x%llx len %u last %d%s%s",
 		       vp_op_names[h->opcode], h->stag,
-		       (unsigned long long)h->to, f->payload_len, h->last, bad);
+		       (unsigned long long)h->to, f->payload_len, h->last, bad,
+		       vp_pattern_check(f));
 		break;
 	case VIW_RDMAP_READ_REQ:
 		vp_out("FPDU READ_REQ msn %u sink_stag 0x%x sink_to 0x%llx len %u src_stag 0x%x src_to 0x%llx%s",
@@ -1413,7 +1438,7 @@ static const struct vp_step_def vp_defs[] = {
 
 static const char vp_usage_text[] =
 "usage: viw_peer [-6] (-c HOST:PORT | -l PORT) [-n COUNT] [-t TIMEOUT_S]\n"
-"                [-i INFO_FILE] STEP...\n"
+"                [-i INFO_FILE] [-P] STEP...\n"
 "A raw TCP peer speaking MPA/DDP/RDMAP byte by byte, for viw's tests.\n"
 "  -c HOST:PORT  connect ([v6addr]:port for IPv6); -l PORT listen, accept one\n"
 "  -6            IPv6    -n COUNT  COUNT connections in parallel, same steps\n"
@@ -1421,7 +1446,12 @@ static const char vp_usage_text[] =
 "  -t SECS       overall timeout, default 30; then exit 124\n"
 "  -i FILE       viw_target's --info file: a number may be @STAG, @ADDR,\n"
 "                @LEN or @QPN, optionally +N or -N (waits for the file)\n"
-"Numbers are decimal or 0x hex.  Each STEP is name[:key=val,...]:\n"
+"  -P            check the payload of received WRITE/READ_RESP FPDUs against\n"
+"                viw_target's MR pattern ((7*k+3)&0x7f at offset k), taking\n"
+"                the TO as k (so give read-req sink_to=<source offset>):\n"
+"                \" pattern ok\" or \" pattern bad at +N\" ends the FPDU line\n"
+"Numbers are decimal or 0x hex.  Each STEP is name[:key=val,...]; every\n"
+"step with keys also takes repeat=N (run it N times; MSNs still count up)\n"
 "  mpa-req[:rev=1|2,crc=0|1,markers=0|1,badkey=0|1,pd=N,pdlen=N,ird=N,ord=N,\n"
 "          p2p=0|1,rtr=send|write|read(+...),enhanced=0|1]\n"
 "        send an MPA request (rev 2 with RFC 6581 words by default; crc 0;\n"
@@ -1505,7 +1535,7 @@ static void vp_parse_kvs(struct vp_step *s, char *args)
 		if (!eq)
 			vp_usage_err("%s: \"%s\" is not key=value", s->text, tok);
 		*eq = '\0';
-		if (!vp_key_ok(s->def->keys, tok))
+		if (strcmp(tok, "repeat") && !vp_key_ok(s->def->keys, tok))
 			vp_usage_err("%s: unknown key %s", s->text, tok);
 		if (s->nkv >= VP_MAX_KV)
 			vp_usage_err("%s: too many keys", s->text);
@@ -1586,7 +1616,7 @@ static void vp_parse_args(int argc, char **argv)
 	char *end;
 	int opt, i;
 
-	while ((opt = getopt_long(argc, argv, "+6c:l:n:t:i:h", lopts,
+	while ((opt = getopt_long(argc, argv, "+6c:l:n:t:i:Ph", lopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case '6':
@@ -1613,6 +1643,9 @@ static void vp_parse_args(int argc, char **argv)
 			break;
 		case 'i':
 			vp_opt.info = optarg;
+			break;
+		case 'P':
+			vp_opt.pattern = true;
 			break;
 		case 'h':
 			fputs(vp_usage_text, stdout);
@@ -1750,8 +1783,13 @@ static void __attribute__((noreturn)) vp_run(int fd)
 
 	c.fd = fd;
 	c.msn[0] = c.msn[1] = c.msn[2] = 1;	/* RFC 5041 5.1: MSN from 1 */
-	for (i = 0; i < vp_nsteps; i++)
-		vp_steps[i].def->run(&c, &vp_steps[i]);
+	for (i = 0; i < vp_nsteps; i++) {
+		struct vp_step *s = &vp_steps[i];
+		unsigned long long n = vp_num(s, "repeat", 1);
+
+		while (n--)
+			s->def->run(&c, s);
+	}
 	vp_out("DONE");
 	exit(0);
 }

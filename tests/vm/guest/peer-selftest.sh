@@ -9,7 +9,7 @@
 #   - a SEND that completes at the target with its length and bytes;
 #   - a WRITE to the target's advertised STag that changes exactly the
 #     bytes written;
-#   - a READ request answered with a READ response of the right length;
+#   - READ requests answered with READ responses carrying the MR's bytes;
 #   - a TERMINATE from the peer that the target sees as an async event and
 #     an errored QP, and the stream closes;
 #   - viw_peer -l answering viw_target -c (SEND, WRITE, READ from viw; the
@@ -59,12 +59,12 @@ peer_client() {
 		--info "$info" --run 60 --until-disconnect >"$tlog" 2>&1 &
 	tpid=$!
 	wait_listen "$NS_B" "$port"
-	in_a "$PEER" -t 60 -i "$info" -c "$IP_B:$port" \
+	in_a "$PEER" -t 60 -P -i "$info" -c "$IP_B:$port" \
 		"mpa-req:crc=$crc" "expect-rep:reject=0,crc=$crc,rev=2" \
 		send:len=3000 \
 		write:stag=@STAG,to=@ADDR+100,len=200 \
-		read-req:len=64,src_stag=@STAG,src_to=@ADDR+4000,sink_stag=0x77,sink_to=0x10 \
-		read-fpdus:count=1,secs=20 \
+		read-req:len=64,src_stag=@STAG,src_to=@ADDR+4000,sink_stag=0x77,sink_to=4000,repeat=2 \
+		read-fpdus:count=2,secs=20 \
 		term:layer=0,type=2,code=6 \
 		expect-close:secs=20 >"$plog" 2>&1 || rc=$?
 	wait "$tpid" || rc=$((rc ? rc : 100 + $?))
@@ -72,7 +72,10 @@ peer_client() {
 	[ "$rc" = 0 ] || die "$name: peer or target failed ($rc)"
 
 	has "$plog" "^REPLY rev 2 crc $crc reject 0 "
-	has "$plog" '^FPDU READ_RESP stag 0x77 to 0x10 len 64 last 1$'
+	# both READs answered with the target's bytes (-P: MR pattern at TO)
+	[ "$(grep -c '^FPDU READ_RESP stag 0x77 to 0xfa0 len 64 last 1 pattern ok$' "$plog")" = 2 ] ||
+		die "$name: not two READ responses with the MR's bytes"
+	has "$plog" '^SENT READ_REQ msn 2 '
 	hasnt "$plog" 'badcrc|^FPDU BAD'
 	has "$plog" '^CLOSED (fin|rst)$'
 	has "$tlog" '^CM EVENT ESTABLISHED status 0$'
