@@ -20,11 +20,11 @@ perf_once() {
 	log=$VIW_OUT/$test-x$gidx-$size
 	# Each side on its own CPU: TCG's per-CPU cycle counters are not in
 	# step, and perftest calibrates against one (see perftest.sh).
-	in_b timeout 120 taskset -c 1 "$test" -d "$DEV_B" -x "$gidx" -s "$size" \
+	in_b timeout 120 stdbuf -oL taskset -c 1 "$test" -d "$DEV_B" -x "$gidx" -s "$size" \
 		-n "$iters" "$@" </dev/null >"$log.server" 2>&1 &
 	spid=$!
 	wait_listen "$NS_B" 18515
-	in_a timeout 120 taskset -c 0 "$test" -d "$DEV_A" -x "$gidx" -s "$size" \
+	in_a timeout 120 stdbuf -oL taskset -c 0 "$test" -d "$DEV_A" -x "$gidx" -s "$size" \
 		-n "$iters" "$@" "$IP_B" </dev/null >"$log.client" 2>&1 || rc=$?
 	wait "$spid" || rc=$((rc ? rc : $?))
 	[ "$rc" = 0 ] || return "$rc"
@@ -47,7 +47,7 @@ perf_pair() {
 
 for t in ib_send_bw ib_write_bw ib_read_bw; do
 	perf_pair "$t" 1 64 1000
-	perf_pair "$t" 1 65536 100
+	perf_pair "$t" 1 65536 200
 done
 for t in ib_send_lat ib_write_lat ib_read_lat; do
 	perf_pair "$t" 1 64 500
