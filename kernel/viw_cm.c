@@ -76,7 +76,8 @@ struct viw_mpa_prefs *viw_cm_prefs(void)
 
 /*
  * debugfs viw/ceps: the number of live CEPs, then one line for each:
- * its state, its role, and what it holds.
+ * its state, its role, and what it holds.  Every device has one
+ * "direct-listener" (modify_qp connections, viw_direct.c) while it lives.
  */
 void viw_cm_show_ceps(struct seq_file *m)
 {
@@ -88,7 +89,8 @@ void viw_cm_show_ceps(struct seq_file *m)
 	list_for_each_entry(cep, &viw_cep_list, cep_entry)
 		seq_printf(m, "state %d %s sock %d qp %d cm_id %d refs %u\n",
 			   cep->state, cep->active ? "active" :
-			   cep->listener ? "passive" : "listener",
+			   cep->listener ? "passive" :
+			   cep->direct ? "direct-listener" : "listener",
 			   !!cep->sock, !!cep->qp, !!cep->cm_id,
 			   kref_read(&cep->ref));
 	spin_unlock_irqrestore(&viw_cep_list_lock, flags);

@@ -259,6 +259,33 @@ static int wait_async(struct res *r, int ms)
 	return type;
 }
 
+/* The IB attributes come back from query_qp as modify_qp set them. */
+static void check_attrs(const struct opts *o, struct res *r, uint32_t dqpn)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a;
+	union ibv_gid dgid;
+	int rv;
+
+	parse_gid(o->dgid, &dgid);
+	rv = ibv_query_qp(r->qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER, &init);
+	vt_check(!rv && a.dest_qp_num == dqpn && a.rq_psn == 0x1234 &&
+		 a.sq_psn == 0x4321 && a.path_mtu == IBV_MTU_1024 &&
+		 a.timeout == o->timeout && a.retry_cnt == o->retry &&
+		 a.rnr_retry == 7 && a.min_rnr_timer == 12 &&
+		 a.ah_attr.is_global &&
+		 a.ah_attr.grh.sgid_index == o->gid_index &&
+		 !memcmp(&a.ah_attr.grh.dgid, &dgid, sizeof(dgid)),
+		 "query_qp reports the IB attributes as set",
+		 "rv %d dqpn %u psn %#x/%#x mtu %d timeout %u retry %u rnr %u/%u global %u sgid %u",
+		 rv, a.dest_qp_num, a.rq_psn, a.sq_psn, a.path_mtu, a.timeout,
+		 a.retry_cnt, a.rnr_retry, a.min_rnr_timer, a.ah_attr.is_global,
+		 a.ah_attr.grh.sgid_index);
+}
+
 static void check_ok(const struct opts *o, struct res *r)
 {
 	struct ibv_wc wc[2];
@@ -393,8 +420,10 @@ static int run(const struct opts *o)
 	vt_check(!rv || vt_qp_state(r.qp) == IBV_QPS_ERR, "modify to RTS",
 		 "%s", strerror(rv));
 	post_send(&r, 11);
-	if (!strcmp(o->expect, "ok"))
+	if (!strcmp(o->expect, "ok")) {
+		check_attrs(o, &r, dqpn);
 		check_ok(o, &r);
+	}
 	else
 		check_fail(o, &r);
 out:

@@ -25,7 +25,11 @@ objects_zero() {
 	awk '$2 != 0 { exit 1 }' "/sys/kernel/debug/viw/$1/objects"
 }
 
-ceps() { head -n1 "$CEPS" 2>/dev/null || echo "?"; }
+# Live CEPs, less each device's modify_qp listener (viw_direct.c).
+ceps() {
+	[ -e "$CEPS" ] || { echo "?"; return; }
+	awk 'NR == 1 { n = $1 } / direct-listener / { n-- } END { print n }' "$CEPS"
+}
 ceps_zero() { [ "$(ceps)" = 0 ]; }
 
 # Nothing left of a scenario: objects of both devices and CEPs at zero.
