@@ -122,7 +122,12 @@ int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	rv = viw_qp_alloc_queues(qp, attr, udata, &uresp);
 	if (rv)
 		goto err_count;
-	rv = xa_alloc_cyclic(&vdev->qp_xa, &id, qp, XA_LIMIT(1, VIW_MAX_QP_ID),
+	/*
+	 * Reserve the number only: lookups (iw_get_qp, connect, accept) must
+	 * not find the QP before the last failure point below, or a failed
+	 * create would free a QP that another thread holds.
+	 */
+	rv = xa_alloc_cyclic(&vdev->qp_xa, &id, NULL, XA_LIMIT(1, VIW_MAX_QP_ID),
 			     &vdev->next_qp_id, GFP_KERNEL);
 	if (rv < 0)
 		goto err_queues;
@@ -135,6 +140,8 @@ int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	rv = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
 	if (rv)
 		goto err_id;
+	/* The slot exists: storing into it allocates nothing and cannot fail. */
+	WARN_ON_ONCE(xa_is_err(xa_store(&vdev->qp_xa, id, qp, GFP_KERNEL)));
 	return 0;
 
 err_id:
