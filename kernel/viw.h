@@ -260,6 +260,7 @@ struct viw_qp {
 	bool sq_sig_all;
 
 	refcount_t ref;			/* iw_cm and the data path */
+	atomic_t iw_handover;		/* refs iw_get_qp took for iw_add_ref */
 	struct completion released;
 
 	/* The connection, from RTS on (viw_qp_connect). */

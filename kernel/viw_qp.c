@@ -108,6 +108,7 @@ int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	qp->max_inline = VIW_MAX_INLINE;
 	mutex_init(&qp->state_lock);
 	refcount_set(&qp->ref, 1);
+	atomic_set(&qp->iw_handover, 0);
 	init_completion(&qp->released);
 	spin_lock_init(&qp->rd_lock);
 	spin_lock_init(&qp->rq.lock);
@@ -372,10 +373,20 @@ struct viw_qp *viw_qp_lookup(struct viw_device *vdev, u32 qpn)
 /*
  * iw_cm holds the QP with these from connect/accept until the CLOSE (or a
  * failed CONNECT_REPLY) and destroy_qp waits for them.
+ *
+ * iw_cm_connect() and iw_cm_accept() call iw_get_qp and then, on success,
+ * iw_add_ref at once.  Between the two the QP must not be freed, so
+ * iw_get_qp keeps the reference its lookup took and iw_add_ref takes that
+ * one over instead of taking a new one.  The counts are interchangeable:
+ * as long as every successful iw_get_qp is followed by one iw_add_ref, it
+ * does not matter which iw_add_ref consumes which handover.
  */
 void viw_iw_add_ref(struct ib_qp *ibqp)
 {
-	viw_qp_get(to_viw_qp(ibqp));
+	struct viw_qp *qp = to_viw_qp(ibqp);
+
+	if (atomic_dec_if_positive(&qp->iw_handover) < 0)
+		viw_qp_get(qp);
 }
 
 void viw_iw_rem_ref(struct ib_qp *ibqp)
@@ -389,8 +400,8 @@ struct ib_qp *viw_iw_get_qp(struct ib_device *ibdev, int qpn)
 
 	if (!qp)
 		return NULL;
-	/* The caller takes its own reference with iw_add_ref. */
-	viw_qp_put(qp);
+	/* Referenced until iw_add_ref takes the reference over. */
+	atomic_inc(&qp->iw_handover);
 	return &qp->ibqp;
 }
 
