@@ -35,6 +35,7 @@
 #define VIW_MAX_IRD		32
 #define VIW_MAX_SGE_RD		1	/* a Read Response fills one sink */
 #define VIW_MAX_MR_SIZE		(1ULL << 40)
+#define VIW_MAX_FR_PAGES	256	/* reported only: see viw_query_device */
 #define VIW_VENDOR_ID		0x766977	/* "viw" */
 
 /* wq->status of an SQE the engine has taken and not finished */
