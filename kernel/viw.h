@@ -238,6 +238,7 @@ struct viw_qp_conn {
 	u8 ord;
 	u8 ird;
 	u8 rtr_expect;			/* passive p2p: RTR type (VIW_RTR_*) */
+	u8 rtr_send;			/* active p2p: RTR type to send first */
 };
 
 struct viw_cep;
@@ -452,6 +453,7 @@ int viw_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		 struct ib_qp_init_attr *init_attr);
 int viw_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 void viw_qp_enter_error(struct viw_qp *qp);
+void viw_qp_conn_lost(struct viw_qp *qp);
 void viw_qp_get(struct viw_qp *qp);
 void viw_qp_put(struct viw_qp *qp);
 struct viw_qp *viw_qp_lookup(struct viw_device *vdev, u32 qpn);
@@ -466,6 +468,8 @@ void viw_qp_tx_resume(struct viw_qp *qp);
 void viw_qp_fail(struct viw_qp *qp, const struct viw_term_cause *cause);
 void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause);
 bool viw_qp_term_sent(struct viw_qp *qp);
+void viw_qp_rtr_received(struct viw_qp *qp);
+bool viw_qp_rx_open(struct viw_qp *qp);
 void viw_device_link_down(struct viw_device *vdev);
 
 /* viw_tx.c */
@@ -504,6 +508,8 @@ int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge);
 void viw_wq_free(struct viw_wq *wq);
 void viw_sq_flush(struct viw_qp *qp);
 void viw_rq_flush(struct viw_qp *qp);
+void viw_sq_discard(struct viw_qp *qp);
+void viw_rq_discard(struct viw_qp *qp);
 void viw_wq_set_kflags(struct viw_wq *wq, u32 kflags);
 struct viw_sqe *viw_sq_take(struct viw_qp *qp);
 void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status);

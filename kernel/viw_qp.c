@@ -203,11 +203,41 @@ void viw_qp_enter_error(struct viw_qp *qp)
 	mutex_unlock(&qp->state_lock);
 }
 
+/* Connected, or in one of the states a connection leaves behind. */
+static bool viw_qp_state_connected(enum ib_qp_state state)
+{
+	return state == IB_QPS_RTS || state == IB_QPS_SQD ||
+	       state == IB_QPS_SQE;
+}
+
+/**
+ * viw_qp_conn_lost - the QP's connection ended or is being torn down
+ * @qp: the QP
+ *
+ * A QP that still uses the connection goes to ERROR.  One the consumer
+ * moved to RESET (and maybe on to INIT or RTR) meanwhile stays where it
+ * is: its work queues were emptied then, and it is not connected any more.
+ */
+void viw_qp_conn_lost(struct viw_qp *qp)
+{
+	mutex_lock(&qp->state_lock);
+	if (viw_qp_state_connected(qp->state))
+		viw_qp_error_locked(qp);
+	mutex_unlock(&qp->state_lock);
+}
+
 static bool viw_qp_transition_ok(enum ib_qp_state cur, enum ib_qp_state next)
 {
 	if (next == IB_QPS_ERR || next == IB_QPS_RESET)
 		return true;
 	switch (cur) {
+	case IB_QPS_ERR:
+		/*
+		 * librdmacm's rdma_disconnect() moves an iWARP QP to SQD
+		 * (CLOSING) before it disconnects.  After an error there is
+		 * no connection left to close: accept it and stay in ERROR.
+		 */
+		return next == IB_QPS_SQD;
 	case IB_QPS_RESET:
 		return next == IB_QPS_INIT;
 	case IB_QPS_INIT:
@@ -246,6 +276,24 @@ static int viw_qp_check_attr(struct viw_qp *qp, struct ib_qp_attr *attr,
 	return 0;
 }
 
+/*
+ * Any state -> RESET (IB spec 1.4, 10.3.1): the work queues are emptied
+ * without completions.  A connection still attached is aborted (the peer
+ * sees a reset, the consumer CLOSE with -ECONNRESET); from here on the
+ * transmit engine takes nothing and the receive engine places nothing.
+ */
+static void viw_qp_reset_locked(struct viw_qp *qp)
+{
+	WRITE_ONCE(qp->state, IB_QPS_RESET);
+	viw_qp_set_kflags(qp, 0);
+	/* As in viw_qp_error_locked: a WQE posted meanwhile is discarded. */
+	smp_mb();
+	viw_sq_discard(qp);
+	viw_rq_discard(qp);
+	if (qp->cep)
+		viw_cep_post_event(qp->cep, VIW_CEP_EV_ABORT);
+}
+
 static void viw_qp_set_state_locked(struct viw_qp *qp, enum ib_qp_state next)
 {
 	if (next == IB_QPS_ERR) {
@@ -253,8 +301,13 @@ static void viw_qp_set_state_locked(struct viw_qp *qp, enum ib_qp_state next)
 			viw_qp_error_locked(qp);
 		return;
 	}
-	if (next == IB_QPS_RESET)
-		viw_qp_set_kflags(qp, 0);
+	if (next == IB_QPS_RESET) {
+		viw_qp_reset_locked(qp);
+		return;
+	}
+	/* ERROR -> SQD: nothing to close (see viw_qp_transition_ok). */
+	if (qp->state == IB_QPS_ERR)
+		return;
 	/* SQD is the RDMAC CLOSING state: a graceful close of the stream. */
 	if (next == IB_QPS_SQD && qp->state == IB_QPS_RTS && qp->cep)
 		viw_cep_post_event(qp->cep, VIW_CEP_EV_CLOSE);
@@ -445,6 +498,22 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 	qp->rx.msn_rreq = 1;
 	qp->term_pending = false;
 	qp->term_sent = false;
+	/*
+	 * RFC 6581, 3: the initiator's RTR is its first FPDU.  Send it
+	 * while the QP is not yet in RTS, so that neither a doorbell nor a
+	 * kick can start the transmit engine first.  The socket has only
+	 * carried the MPA request, so the few bytes fit in its buffer.
+	 */
+	if (conn->rtr_send) {
+		rv = viw_tx_send_rtr(qp, conn->rtr_send);
+		if (rv) {
+			viw_rd_reset(qp);
+			qp->sock = NULL;
+			qp->cep = NULL;
+			viw_cep_put(cep);
+			goto out;
+		}
+	}
 	viw_qp_set_kflags(qp, 0);
 	WRITE_ONCE(qp->state, IB_QPS_RTS);
 	viw_count(qp->vdev, VIW_CNT_CONNECTS, 1);
@@ -465,7 +534,7 @@ void viw_qp_disconnect(struct viw_qp *qp)
 {
 	struct viw_cep *cep;
 
-	viw_qp_enter_error(qp);
+	viw_qp_conn_lost(qp);
 	cancel_work_sync(&qp->err_work);
 	mutex_lock(&qp->tx_lock);
 	qp->sock = NULL;
@@ -577,6 +646,26 @@ bool viw_qp_term_sent(struct viw_qp *qp)
 	return READ_ONCE(qp->term_sent);
 }
 
+/*
+ * Passive peer-to-peer connection: the initiator's RTR arrived (receive
+ * engine).  RFC 6581, 3: the responder sends nothing before it, so the
+ * transmit engine waited; start it now.
+ */
+void viw_qp_rtr_received(struct viw_qp *qp)
+{
+	WRITE_ONCE(qp->rtr_expected, 0);
+	viw_cep_post_event(qp->cep, VIW_CEP_EV_RTR);
+	viw_tx_kick(qp);
+}
+
+/* RX takes nothing while the consumer has the QP back (RESET, INIT, RTR). */
+bool viw_qp_rx_open(struct viw_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	return viw_qp_state_connected(state) || state == IB_QPS_ERR;
+}
+
 /* The first live QP at or after *@index, referenced; NULL at the end. */
 static struct viw_qp *viw_qp_next(struct viw_device *vdev,
 				  unsigned long *index)
@@ -606,7 +695,7 @@ void viw_device_link_down(struct viw_device *vdev)
 
 	while ((qp = viw_qp_next(vdev, &index))) {
 		if (READ_ONCE(qp->cep))
-			viw_qp_enter_error(qp);
+			viw_qp_conn_lost(qp);
 		viw_qp_put(qp);
 		index++;
 	}

@@ -246,7 +246,10 @@ static void viw_wq_flush_locked(struct viw_qp *qp, struct viw_wq *wq,
 				break;
 		}
 		status = *viw_wq_status(wq, wq->done);
-		if (is_sq) {
+		if (!cq) {
+			/* RESET: emptied without completions */
+			viw_wq_retire(wq);
+		} else if (is_sq) {
 			if (status == VIW_WQE_PENDING)
 				status = VIW_CQE_WR_FLUSH_ERR;
 			viw_sq_report(qp, status);
@@ -284,6 +287,27 @@ void viw_rq_flush(struct viw_qp *qp)
 		return;
 	spin_lock_irqsave(&qp->rq.lock, flags);
 	viw_wq_flush_locked(qp, &qp->rq, qp->rcq, false);
+	spin_unlock_irqrestore(&qp->rq.lock, flags);
+}
+
+/* Empty the queues without completions (modify_qp to RESET). */
+void viw_sq_discard(struct viw_qp *qp)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->sq.lock, flags);
+	viw_wq_flush_locked(qp, &qp->sq, NULL, true);
+	spin_unlock_irqrestore(&qp->sq.lock, flags);
+}
+
+void viw_rq_discard(struct viw_qp *qp)
+{
+	unsigned long flags;
+
+	if (qp->srq)
+		return;
+	spin_lock_irqsave(&qp->rq.lock, flags);
+	viw_wq_flush_locked(qp, &qp->rq, NULL, false);
 	spin_unlock_irqrestore(&qp->rq.lock, flags);
 }
 
