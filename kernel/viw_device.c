@@ -48,8 +48,8 @@ int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	 * that registers memory and divides by it (rdma_rw_mr_factor, from
 	 * svc_rdma_accept, isert, nvmet-rdma; rtrs-srv divides too), which
 	 * with 0 is a divide error a remote peer triggers.  With this value
-	 * those ULPs get as far as their first kernel CQ, which viw refuses
-	 * with -EOPNOTSUPP, and drop the connection cleanly.
+	 * those ULPs get as far as their first kernel PD, which viw refuses
+	 * with -EOPNOTSUPP (viw_alloc_pd), and drop the connection cleanly.
 	 */
 	attr->max_fast_reg_page_list_len = VIW_MAX_FR_PAGES;
 	/* IBK_ALLOW_USER_UNREG: "rdma link delete" may remove the device. */
