@@ -6,10 +6,12 @@
 #ifndef VIW_H
 #define VIW_H
 
+#include <linux/bvec.h>
 #include <linux/completion.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/refcount.h>
+#include <linux/sizes.h>
 #include <linux/workqueue.h>
 #include <linux/netdevice.h>
 #include <linux/spinlock.h>
@@ -37,6 +39,17 @@
 #define VIW_MAX_MR_SIZE		(1ULL << 40)
 #define VIW_MAX_FR_PAGES	256	/* reported only: see viw_query_device */
 #define VIW_VENDOR_ID		0x766977	/* "viw" */
+/*
+ * Queue memory (rings and their kernel shadows) one user context may hold:
+ * a process cannot take more than this of what the device limits allow for
+ * all its users.  Every byte is also charged to the process's memory cgroup.
+ */
+#define VIW_MAX_UCTX_QMEM	(256ULL << 20)
+/*
+ * Queue memory allocations: charged to the memory cgroup, and failing
+ * with -ENOMEM at the cgroup's limit instead of calling its OOM killer.
+ */
+#define VIW_QMEM_GFP		(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL)
 
 /* wq->status of an SQE the engine has taken and not finished */
 #define VIW_WQE_PENDING		0xff
@@ -63,6 +76,8 @@ enum viw_counter {
 	VIW_CNT_TERM_RCVD,
 	VIW_CNT_FLUSHED_WQES,
 	VIW_CNT_CONNECTS,		/* connections established */
+	VIW_CNT_TX_MAX_PAYLOAD,		/* largest FPDU payload sent */
+	VIW_CNT_TX_MAX_PIECES,		/* most payload pieces in an FPDU */
 	VIW_CNT_MAX
 };
 
@@ -87,10 +102,18 @@ struct viw_device {
 	bool dead;			/* dealloc_driver has run */
 };
 
+/* Memory a process may map: pages, and the kernel's mapping of them. */
+struct viw_qmem {
+	void *vaddr;
+	struct page **pages;
+	unsigned int npages;
+};
+
+struct viw_ucontext;
+
 /*
  * A queue in memory shared with the process: control block followed by
- * num_slots fixed-size slots.  The memory comes from vmalloc_user() so that
- * it can be mapped with remap_vmalloc_range().  Pages stay alive while a
+ * num_slots fixed-size slots (viw_ring.c).  Pages stay alive while a
  * process maps them even after the ring is freed.
  */
 struct viw_ring {
@@ -99,18 +122,22 @@ struct viw_ring {
 	u32 num_slots;			/* power of two */
 	u32 slot_size;
 	size_t size;			/* bytes, page aligned */
+	struct viw_qmem qmem;		/* owned by mmap_entry once set */
 	struct rdma_user_mmap_entry *mmap_entry;
+	struct viw_ucontext *uctx;	/* charged with size + extra */
+	size_t extra;			/* kernel memory that goes with it */
 };
 
 struct viw_mmap_entry {
 	struct rdma_user_mmap_entry rdma_entry;
-	void *vaddr;
+	struct viw_qmem qmem;		/* freed with the entry */
 };
 
 struct viw_ucontext {
 	struct ib_ucontext ibuctx;
 	struct viw_db_page *db;
 	struct rdma_user_mmap_entry *db_entry;
+	atomic64_t qmem_bytes;		/* queue memory, VIW_MAX_UCTX_QMEM */
 };
 
 struct viw_pd {
@@ -126,8 +153,12 @@ struct viw_mr {
 	u64 iova;
 	u64 length;
 	int access;
-	refcount_t ref;			/* lookups by the data path */
-	struct completion released;
+	/*
+	 * The STag's reference and the data path's.  The last put frees
+	 * the memory: dereg_mr does not wait for a peer that holds it.
+	 */
+	refcount_t ref;
+	struct work_struct free_work;
 	struct rcu_head rcu;
 };
 
@@ -162,6 +193,7 @@ struct viw_wq {
 	u32 done;			/* next slot to complete */
 	u32 next;			/* RQ: next slot for an incoming SEND */
 	u32 max_sge;
+	bool failed;			/* SQ: a WQE failed, flush the later */
 	spinlock_t lock;
 };
 
@@ -181,6 +213,14 @@ struct viw_irq_entry {
 	struct viw_mr *mr;		/* source, referenced; NULL if size 0 */
 	u32 sent;
 };
+
+/*
+ * bio_vecs of one FPDU: header, payload pieces, trailer.  A payload below
+ * 64 KiB gathered from VIW_MAX_SGE SGEs spans at most 64 KiB / PAGE_SIZE
+ * whole pages plus two partial pages per SGE.
+ */
+#define VIW_TX_MAX_PIECES	(SZ_64K / PAGE_SIZE + 2 * VIW_MAX_SGE)
+#define VIW_TX_MAX_BVEC		(VIW_TX_MAX_PIECES + 2)
 
 /* The WQE the transmit engine is sending. */
 struct viw_tx_wqe {
@@ -276,6 +316,7 @@ struct viw_qp {
 	struct work_struct tx_work;
 	struct mutex tx_lock;		/* serialises writes to the socket */
 	u8 *tx_buf;			/* a page: FPDU headers and trailers */
+	struct bio_vec tx_bv[VIW_TX_MAX_BVEC];	/* the FPDU being sent */
 	struct viw_tx_wqe tx;
 	u32 tx_msn_send;
 	u32 tx_msn_rreq;
@@ -296,6 +337,8 @@ struct viw_qp {
 	struct viw_term term;		/* TERMINATE to send, if pending */
 	bool term_pending;
 	bool term_sent;
+	/* the TERMINATE went out or cannot any more; ERROR was reached */
+	struct completion term_done;
 };
 
 static inline struct viw_device *to_viw_dev(struct ib_device *ibdev)
@@ -345,6 +388,16 @@ static inline void viw_count(struct viw_device *vdev, enum viw_counter c,
 	atomic64_add(n, &vdev->counters[c]);
 }
 
+/* Raise a high-water mark counter to @v. */
+static inline void viw_count_max(struct viw_device *vdev, enum viw_counter c,
+				 s64 v)
+{
+	s64 old = atomic64_read(&vdev->counters[c]);
+
+	while (old < v && !atomic64_try_cmpxchg(&vdev->counters[c], &old, v))
+		;
+}
+
 /* Take one object of a type against its device limit. */
 bool viw_obj_get(struct viw_device *vdev, enum viw_obj_type type);
 void viw_obj_put(struct viw_device *vdev, enum viw_obj_type type);
@@ -369,12 +422,14 @@ void viw_get_dev_fw_str(struct ib_device *ibdev, char *str);
 extern const struct attribute_group viw_attr_group;
 
 /* viw_ring.c */
+int viw_qmem_alloc(struct viw_qmem *qm, size_t size);
+void viw_qmem_free(struct viw_qmem *qm);
 int viw_ring_alloc(struct viw_ring *ring, u32 num_slots, u32 slot_size);
 void viw_ring_free(struct viw_ring *ring);
 int viw_ring_expose(struct viw_ring *ring, struct ib_udata *udata,
 		    u64 *key);
-int viw_mmap_insert(struct ib_ucontext *uctx, void *vaddr, size_t size,
-		    struct rdma_user_mmap_entry **entry, u64 *key);
+int viw_mmap_insert(struct ib_ucontext *uctx, struct viw_qmem *qm,
+		    size_t size, struct rdma_user_mmap_entry **entry, u64 *key);
 
 static inline void *viw_ring_slot(struct viw_ring *ring, u32 index)
 {
@@ -392,6 +447,9 @@ int viw_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 int viw_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 
 /* viw_mem.c */
+int viw_mem_init(void);
+void viw_mem_exit(void);
+void viw_mem_flush(void);
 struct ib_mr *viw_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 			      u64 iova, int access, struct ib_udata *udata);
 struct ib_mr *viw_get_dma_mr(struct ib_pd *pd, int access);
@@ -402,7 +460,7 @@ struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
 			  int access, u64 addr, u32 len,
 			  struct viw_term_cause *cause);
 void viw_mr_put(struct viw_mr *mr);
-int viw_mr_bvec(const struct viw_mr *mr, u64 addr, u32 len,
+int viw_mr_bvec(const struct viw_mr *mr, u64 addr, u32 *len,
 		struct bio_vec *bv, int max);
 int viw_mr_copy_from_skb(const struct viw_mr *mr, u64 addr,
 			 const struct sk_buff *skb, int skb_off, u32 len,
@@ -479,7 +537,6 @@ void viw_tx_qp_init(struct viw_qp *qp);
 void viw_tx_kick(struct viw_qp *qp);
 void viw_tx_abort(struct viw_qp *qp);
 int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr);
-int viw_tx_send_term(struct viw_qp *qp);
 
 /* viw_rx.c */
 void viw_rx_data_ready(struct sock *sk);

@@ -17,6 +17,7 @@
  */
 #include <linux/inet.h>
 #include <linux/nsproxy.h>
+#include <linux/seq_file.h>
 #include <linux/tcp.h>
 #include <net/ipv6.h>
 #include <net/sock.h>
@@ -31,8 +32,31 @@
 #define VIW_ANSWER_TIMEOUT	(60 * HZ)
 /* How long a graceful close waits for the peer's FIN before a reset. */
 #define VIW_CLOSE_TIMEOUT	(5 * HZ)
+/* How soon a close tries its FIN again while an FPDU is being sent. */
+#define VIW_FIN_RETRY		msecs_to_jiffies(10)
+/*
+ * iw_cm passes private data lengths to the consumer in a u8 (struct
+ * iw_cm_event): longer private data would arrive cut, so it is refused
+ * both ways.
+ */
+#define VIW_CM_MAX_PDATA	U8_MAX
 
 static struct workqueue_struct *viw_cm_wq;
+
+/*
+ * Every CEP from allocation to release.  A passive CEP that waits for its
+ * MPA request belongs to no device and no cm_id; only this list lets the
+ * end of its listener, and module exit, find it.
+ */
+static LIST_HEAD(viw_cep_list);
+static DEFINE_SPINLOCK(viw_cep_list_lock);
+static int viw_cep_live;
+
+/*
+ * A child CEP takes its listener's lock while holding its own, so the
+ * listeners' locks are a lock class of their own.
+ */
+static struct lock_class_key viw_listener_lock_key;
 
 /*
  * Local MPA preferences, shared by all devices and tunable in debugfs.
@@ -50,12 +74,34 @@ struct viw_mpa_prefs *viw_cm_prefs(void)
 	return &viw_mpa_prefs;
 }
 
+/*
+ * debugfs viw/ceps: the number of live CEPs, then one line for each:
+ * its state, its role, and what it holds.
+ */
+void viw_cm_show_ceps(struct seq_file *m)
+{
+	struct viw_cep *cep;
+	unsigned long flags;
+
+	spin_lock_irqsave(&viw_cep_list_lock, flags);
+	seq_printf(m, "%d\n", viw_cep_live);
+	list_for_each_entry(cep, &viw_cep_list, cep_entry)
+		seq_printf(m, "state %d %s sock %d qp %d cm_id %d refs %u\n",
+			   cep->state, cep->active ? "active" :
+			   cep->listener ? "passive" : "listener",
+			   !!cep->sock, !!cep->qp, !!cep->cm_id,
+			   kref_read(&cep->ref));
+	spin_unlock_irqrestore(&viw_cep_list_lock, flags);
+}
+
 static void viw_cep_work(struct work_struct *work);
 static void viw_cep_timeout(struct work_struct *work);
+static void viw_cep_fin_retry(struct work_struct *work);
 
 static struct viw_cep *viw_cep_alloc(struct viw_device *vdev)
 {
 	struct viw_cep *cep = kzalloc(sizeof(*cep), GFP_KERNEL);
+	unsigned long flags;
 
 	if (!cep)
 		return NULL;
@@ -63,17 +109,28 @@ static struct viw_cep *viw_cep_alloc(struct viw_device *vdev)
 	mutex_init(&cep->lock);
 	INIT_WORK(&cep->work, viw_cep_work);
 	INIT_DELAYED_WORK(&cep->timer, viw_cep_timeout);
+	INIT_DELAYED_WORK(&cep->fin_retry, viw_cep_fin_retry);
 	INIT_LIST_HEAD(&cep->listen_entry);
 	cep->vdev = vdev;
 	cep->state = VIW_CEP_IDLE;
+
+	spin_lock_irqsave(&viw_cep_list_lock, flags);
+	list_add_tail(&cep->cep_entry, &viw_cep_list);
+	viw_cep_live++;
+	spin_unlock_irqrestore(&viw_cep_list_lock, flags);
 	return cep;
 }
 
 static void viw_cep_release(struct kref *ref)
 {
 	struct viw_cep *cep = container_of(ref, struct viw_cep, ref);
+	unsigned long flags;
 
 	WARN_ON_ONCE(cep->sock || cep->qp || cep->cm_id);
+	spin_lock_irqsave(&viw_cep_list_lock, flags);
+	list_del(&cep->cep_entry);
+	viw_cep_live--;
+	spin_unlock_irqrestore(&viw_cep_list_lock, flags);
 	if (cep->listener)
 		viw_cep_put(cep->listener);
 	mutex_destroy(&cep->lock);
@@ -90,6 +147,30 @@ void viw_cep_put(struct viw_cep *cep)
 	kref_put(&cep->ref, viw_cep_release);
 }
 
+/*
+ * The next CEP on viw_cep_list after @prev (NULL: the first), referenced;
+ * drops @prev's reference.  NULL at the end.
+ */
+static struct viw_cep *viw_cep_next(struct viw_cep *prev)
+{
+	struct list_head *pos = prev ? &prev->cep_entry : &viw_cep_list;
+	struct viw_cep *cep = NULL;
+	unsigned long flags;
+
+	spin_lock_irqsave(&viw_cep_list_lock, flags);
+	for (pos = pos->next; pos != &viw_cep_list; pos = pos->next) {
+		cep = list_entry(pos, struct viw_cep, cep_entry);
+		/* One being released is skipped. */
+		if (kref_get_unless_zero(&cep->ref))
+			break;
+		cep = NULL;
+	}
+	spin_unlock_irqrestore(&viw_cep_list_lock, flags);
+	if (prev)
+		viw_cep_put(prev);
+	return cep;
+}
+
 /* Record @ev and run the work item; safe from any context. */
 void viw_cep_post_event(struct viw_cep *cep, enum viw_cep_event_bit ev)
 {
@@ -99,18 +180,27 @@ void viw_cep_post_event(struct viw_cep *cep, enum viw_cep_event_bit ev)
 		viw_cep_put(cep);
 }
 
-static void viw_cep_arm_timer(struct viw_cep *cep, unsigned long timeout)
+/* Each pending delayed work of a CEP holds a reference. */
+static void viw_cep_arm(struct viw_cep *cep, struct delayed_work *dw,
+			unsigned long timeout)
 {
 	viw_cep_get(cep);
-	if (!mod_delayed_work(viw_cm_wq, &cep->timer, timeout))
+	if (!mod_delayed_work(viw_cm_wq, dw, timeout))
 		return;
 	/* It was pending already: that queued instance holds a reference. */
 	viw_cep_put(cep);
 }
 
+static void viw_cep_arm_timer(struct viw_cep *cep, unsigned long timeout)
+{
+	viw_cep_arm(cep, &cep->timer, timeout);
+}
+
 static void viw_cep_cancel_timer(struct viw_cep *cep)
 {
 	if (cancel_delayed_work(&cep->timer))
+		viw_cep_put(cep);
+	if (cancel_delayed_work(&cep->fin_retry))
 		viw_cep_put(cep);
 }
 
@@ -120,6 +210,15 @@ static void viw_cep_timeout(struct work_struct *work)
 					   struct viw_cep, timer);
 
 	viw_cep_post_event(cep, VIW_CEP_EV_TIMEOUT);
+	viw_cep_put(cep);
+}
+
+static void viw_cep_fin_retry(struct work_struct *work)
+{
+	struct viw_cep *cep = container_of(to_delayed_work(work),
+					   struct viw_cep, fin_retry);
+
+	viw_cep_post_event(cep, VIW_CEP_EV_CLOSE);
 	viw_cep_put(cep);
 }
 
@@ -176,12 +275,24 @@ static void viw_cep_attach(struct viw_cep *cep, struct socket *sock)
 
 	/* The socket's callbacks hold the CEP until it is released. */
 	viw_cep_get(cep);
+	cep->sock = sock;
 	write_lock_bh(&sk->sk_callback_lock);
 	sk->sk_user_data = cep;
 	sk->sk_data_ready = viw_cm_data_ready;
 	sk->sk_state_change = viw_cm_state_change;
 	write_unlock_bh(&sk->sk_callback_lock);
-	cep->sock = sock;
+}
+
+/*
+ * Callbacks report what happens from now on.  A FIN or reset that came
+ * before (to the listener's callbacks, which an accepted socket inherits,
+ * or while no state acted on it) is found in the socket's state.
+ */
+static void viw_cep_check_peer_closed(struct viw_cep *cep)
+{
+	if (cep->sock &&
+	    (READ_ONCE(cep->sock->sk->sk_shutdown) & RCV_SHUTDOWN))
+		viw_cep_post_event(cep, VIW_CEP_EV_PEER_CLOSED);
 }
 
 /* Hand data_ready to the QP's receive engine. */
@@ -267,14 +378,15 @@ static void viw_cep_pdata(struct viw_cep *cep, const struct viw_mpa_frame *f,
 {
 	u16 skip = f->enhanced ? VIW_MPA_V2_EXT_LEN : 0;
 
-	if (f->pd_len > skip) {
+	/* Only a whole frame's: mpa_buf may hold what was sent before. */
+	if (cep->frame_done && f->pd_len > skip) {
 		event->private_data = cep->mpa_buf + VIW_MPA_HDR_LEN + skip;
 		event->private_data_len = f->pd_len - skip;
 	}
 }
 
-static void viw_cm_upcall(struct viw_cep *cep, enum iw_cm_event_type type,
-			  int status)
+static int viw_cm_upcall(struct viw_cep *cep, enum iw_cm_event_type type,
+			 int status)
 {
 	struct iw_cm_id *cm_id = cep->cm_id;
 	struct iw_cm_event event = {
@@ -292,14 +404,14 @@ static void viw_cm_upcall(struct viw_cep *cep, enum iw_cm_event_type type,
 		viw_cep_pdata(cep, &cep->req, &event);
 		break;
 	case IW_CM_EVENT_CONNECT_REPLY:
-		if (cep->mpa_len >= VIW_MPA_HDR_LEN)
-			viw_cep_pdata(cep, &cep->rep, &event);
+		viw_cep_pdata(cep, &cep->rep, &event);
 		break;
 	default:
 		break;
 	}
-	if (cm_id)
-		cm_id->event_handler(cm_id, &event);
+	if (!cm_id)
+		return 0;
+	return cm_id->event_handler(cm_id, &event);
 }
 
 static void viw_cep_drop_cm_id(struct viw_cep *cep)
@@ -376,19 +488,24 @@ static int viw_cep_read_frame(struct viw_cep *cep, bool reply,
 {
 	int rv;
 
+	cep->frame_done = false;
 	rv = viw_cep_recv(cep, VIW_MPA_HDR_LEN);
 	if (rv)
 		return rv;
 	rv = viw_mpa_decode_hdr(cep->mpa_buf, VIW_MPA_HDR_LEN, reply, frame);
 	if (rv)
 		return rv;
+	if (frame->pd_len - (frame->enhanced ? VIW_MPA_V2_EXT_LEN : 0) >
+	    VIW_CM_MAX_PDATA)
+		return -EPROTO;
 	rv = viw_cep_recv(cep, VIW_MPA_HDR_LEN + frame->pd_len);
 	if (rv)
 		return rv;
 	if (frame->enhanced)
-		return viw_mpa_decode_v2(cep->mpa_buf + VIW_MPA_HDR_LEN,
-					 frame->pd_len, frame);
-	return 0;
+		rv = viw_mpa_decode_v2(cep->mpa_buf + VIW_MPA_HDR_LEN,
+				       frame->pd_len, frame);
+	cep->frame_done = !rv;
+	return rv;
 }
 
 static int viw_cep_send(struct viw_cep *cep, const void *buf, size_t len)
@@ -557,7 +674,7 @@ int viw_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	struct viw_qp *qp;
 	int rv;
 
-	if (param->private_data_len > VIW_MPA_MAX_PDATA - VIW_MPA_V2_EXT_LEN ||
+	if (param->private_data_len > VIW_CM_MAX_PDATA ||
 	    param->ord > VIW_MAX_ORD || param->ird > VIW_MAX_IRD)
 		return -EINVAL;
 	qp = viw_qp_lookup(vdev, param->qpn);
@@ -597,6 +714,21 @@ int viw_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 
 /* ---- passive side ---------------------------------------------------------- */
 
+/*
+ * The request cannot go to the consumer: the listener is going away, or
+ * iw_cm refused the upcall (-ENOMEM when the listen backlog's work
+ * entries are used up).  iw_cm will never answer such a request.
+ */
+static void viw_cep_request_refused(struct viw_cep *cep, int rv)
+{
+	bool held = cep->state == VIW_CEP_MPA_REQ_RCVD;
+
+	pr_debug("viw: CEP %p: connection request dropped: %d\n", cep, rv);
+	viw_cep_close(cep, 0, true);
+	if (held)
+		viw_cep_put(cep);	/* the reference taken for iw_cm */
+}
+
 static void viw_cep_request_received(struct viw_cep *cep)
 {
 	struct viw_cep *lcep = cep->listener;
@@ -609,8 +741,15 @@ static void viw_cep_request_received(struct viw_cep *cep)
 		viw_cep_close(cep, 0, true);
 		return;
 	}
-	cep->ird = cep->req.enhanced ? cep->req.ird : VIW_MAX_IRD;
-	cep->ord = cep->req.enhanced ? cep->req.ord : VIW_MAX_ORD;
+	/*
+	 * The consumer gets the peer's IRD as its initiator depth and the
+	 * peer's ORD as its responder resources (8 bits in iw_cm): what
+	 * exceeds this device's limits is of no use to it.
+	 */
+	cep->ird = cep->req.enhanced ? min_t(u16, cep->req.ird, VIW_MAX_ORD) :
+				       VIW_MAX_ORD;
+	cep->ord = cep->req.enhanced ? min_t(u16, cep->req.ord, VIW_MAX_IRD) :
+				       VIW_MAX_IRD;
 
 	mutex_lock(&lcep->lock);
 	if (lcep->state == VIW_CEP_LISTENING && lcep->cm_id) {
@@ -619,11 +758,13 @@ static void viw_cep_request_received(struct viw_cep *cep)
 		viw_cep_get(cep);
 		/* A consumer that never answers loses the connection. */
 		viw_cep_arm_timer(cep, VIW_ANSWER_TIMEOUT);
-		viw_cm_upcall(cep, IW_CM_EVENT_CONNECT_REQUEST, 0);
+		rv = viw_cm_upcall(cep, IW_CM_EVENT_CONNECT_REQUEST, 0);
 	} else {
-		viw_cep_close(cep, 0, true);
+		rv = -ECONNREFUSED;
 	}
 	mutex_unlock(&lcep->lock);
+	if (rv)
+		viw_cep_request_refused(cep, rv);
 }
 
 static void viw_cep_accept_one(struct viw_cep *lcep, struct socket *nsock)
@@ -642,13 +783,19 @@ static void viw_cep_accept_one(struct viw_cep *lcep, struct socket *nsock)
 	cep->sk_write_space = lcep->sk_write_space;
 	tcp_sock_set_nodelay(nsock->sk);
 
-	mutex_lock(&cep->lock);
+	/*
+	 * The listener's lock is held.  Nothing else can hold this new CEP's
+	 * lock before its callbacks are installed; the subclass tells lockdep
+	 * so, since the order is otherwise child before listener.
+	 */
+	mutex_lock_nested(&cep->lock, SINGLE_DEPTH_NESTING);
 	viw_cep_attach(cep, nsock);
 	cep->state = VIW_CEP_MPA_REQ_WAIT;
 	viw_cep_arm_timer(cep, VIW_MPA_TIMEOUT);
-	mutex_unlock(&cep->lock);
-	/* The request may be in the socket already. */
+	/* The request, even a FIN, may be in the socket already. */
 	viw_cep_post_event(cep, VIW_CEP_EV_READABLE);
+	viw_cep_check_peer_closed(cep);
+	mutex_unlock(&cep->lock);
 	viw_cep_put(cep);
 }
 
@@ -690,14 +837,26 @@ static int viw_cep_accept_qp(struct viw_cep *cep,
 	return viw_qp_connect(cep->qp, cep, cep->sock, &conn);
 }
 
+/*
+ * Whether @qp can take the connection, checked before the MPA reply tells
+ * the peer it was accepted.  viw_qp_connect() checks again under the QP's
+ * lock; only a consumer racing itself on the QP gets past this one.
+ */
+static bool viw_cep_qp_usable(struct viw_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	return (state == IB_QPS_INIT || state == IB_QPS_RTR) &&
+	       !READ_ONCE(qp->cep);
+}
+
 int viw_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 {
 	struct viw_cep *cep = cm_id->provider_data;
 	struct viw_qp *qp;
 	int rv;
 
-	if (!cep || param->private_data_len >
-		    VIW_MPA_MAX_PDATA - VIW_MPA_V2_EXT_LEN ||
+	if (!cep || param->private_data_len > VIW_CM_MAX_PDATA ||
 	    param->ord > VIW_MAX_ORD || param->ird > VIW_MAX_IRD)
 		return -EINVAL;
 	qp = viw_qp_lookup(cep->vdev, param->qpn);
@@ -710,6 +869,11 @@ int viw_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 		goto err;
 	}
 	viw_cep_cancel_timer(cep);
+	if (!viw_cep_qp_usable(qp)) {
+		/* The peer sees a reset, never an accepting reply. */
+		rv = -EINVAL;
+		goto err_close;
+	}
 	cep->qp = qp;
 	rv = viw_cep_send_reply(cep, param);
 	if (!rv)
@@ -728,6 +892,8 @@ int viw_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 		viw_cm_upcall(cep, IW_CM_EVENT_ESTABLISHED, 0);
 	}
 	viw_cep_kick_rx(cep);
+	/* A FIN that came with the request ends the connection now. */
+	viw_cep_check_peer_closed(cep);
 	mutex_unlock(&cep->lock);
 	/* iw_cm is done with this CEP: drop the request's reference. */
 	viw_cep_put(cep);
@@ -761,8 +927,7 @@ int viw_iw_reject(struct iw_cm_id *cm_id, const void *pdata, u8 pdata_len)
 			.revision = cep->req.revision,
 		};
 
-		if (pdata_len <= VIW_MPA_MAX_PDATA - VIW_MPA_V2_EXT_LEN)
-			viw_cep_send_frame(cep, &rep, pdata, pdata_len);
+		viw_cep_send_frame(cep, &rep, pdata, pdata_len);
 	}
 	viw_cep_release_socket(cep, false);
 	cep->state = VIW_CEP_CLOSED;
@@ -813,36 +978,27 @@ static bool viw_listen_foreign(struct viw_device *vdev, struct iw_cm_id *cm_id)
 	       !net_eq(dev_net(vdev->netdev), current->nsproxy->net_ns);
 }
 
-int viw_iw_create_listen(struct iw_cm_id *cm_id, int backlog)
+/* Set up @cep as the listener on a new socket. */
+static int viw_listen_start(struct viw_cep *cep, struct iw_cm_id *cm_id,
+			    int backlog)
 {
-	struct viw_device *vdev = to_viw_dev(cm_id->device);
-	int family = cm_id->m_local_addr.ss_family;
-	struct list_head *listeners;
 	struct socket *sock;
-	struct viw_cep *cep;
 	int rv;
 
-	if (family != AF_INET && family != AF_INET6)
-		return -EAFNOSUPPORT;
-	listeners = kmalloc(sizeof(*listeners), GFP_KERNEL);
-	if (listeners && viw_listen_foreign(vdev, cm_id)) {
-		INIT_LIST_HEAD(listeners);
-		cm_id->provider_data = listeners;
-		return 0;
-	}
-	cep = viw_cep_alloc(vdev);
-	rv = sock_create(family, SOCK_STREAM, IPPROTO_TCP, &sock);
-	if (!listeners || !cep || rv) {
-		rv = rv ? rv : -ENOMEM;
-		goto err_free;
-	}
+	rv = sock_create(cm_id->m_local_addr.ss_family, SOCK_STREAM,
+			 IPPROTO_TCP, &sock);
+	if (rv)
+		return rv;
 	sock_set_reuseaddr(sock->sk);
-	rv = viw_listen_bind(vdev, sock, cm_id);
+	rv = viw_listen_bind(cep->vdev, sock, cm_id);
 	if (!rv)
 		rv = kernel_listen(sock, backlog);
-	if (rv)
-		goto err_sock;
+	if (rv) {
+		sock_release(sock);
+		return rv;
+	}
 
+	lockdep_set_class(&cep->lock, &viw_listener_lock_key);
 	viw_cep_save_callbacks(cep, sock->sk);
 	mutex_lock(&cep->lock);
 	viw_cep_attach(cep, sock);
@@ -850,23 +1006,68 @@ int viw_iw_create_listen(struct iw_cm_id *cm_id, int backlog)
 	cep->cm_id = cm_id;
 	cm_id->add_ref(cm_id);
 	mutex_unlock(&cep->lock);
+	return 0;
+}
 
+int viw_iw_create_listen(struct iw_cm_id *cm_id, int backlog)
+{
+	struct viw_device *vdev = to_viw_dev(cm_id->device);
+	int family = cm_id->m_local_addr.ss_family;
+	struct list_head *listeners;
+	struct viw_cep *cep;
+	int rv;
+
+	if (family != AF_INET && family != AF_INET6)
+		return -EAFNOSUPPORT;
+	listeners = kmalloc(sizeof(*listeners), GFP_KERNEL);
+	if (!listeners)
+		return -ENOMEM;
 	INIT_LIST_HEAD(listeners);
+	if (viw_listen_foreign(vdev, cm_id)) {
+		cm_id->provider_data = listeners;
+		return 0;
+	}
+	cep = viw_cep_alloc(vdev);
+	if (!cep) {
+		rv = -ENOMEM;
+		goto err_free;
+	}
+	rv = viw_listen_start(cep, cm_id, backlog);
+	if (rv)
+		goto err_cep;
+
 	list_add(&cep->listen_entry, listeners);
 	cm_id->provider_data = listeners;
 	/* Connections may be queued already. */
 	viw_cep_post_event(cep, VIW_CEP_EV_READABLE);
 	return 0;
 
-err_sock:
-	sock_release(sock);
+err_cep:
+	viw_cep_put(cep);
 err_free:
 	ibdev_info_ratelimited(cm_id->device, "listen on %pISpc failed: %d\n",
 			       &cm_id->m_local_addr, rv);
 	kfree(listeners);
-	if (cep)
-		viw_cep_put(cep);
 	return rv;
+}
+
+/*
+ * Close the children of @lcep that still wait for their MPA request: they
+ * belong to no cm_id yet, and nothing else would stop their timers and
+ * socket callbacks.  Children past that point belong to iw_cm.
+ */
+static void viw_listen_close_children(struct viw_cep *lcep)
+{
+	struct viw_cep *cep = NULL;
+
+	while ((cep = viw_cep_next(cep))) {
+		if (cep->listener != lcep)
+			continue;
+		mutex_lock(&cep->lock);
+		if (cep->state == VIW_CEP_MPA_REQ_WAIT)
+			viw_cep_close(cep, 0, true);
+		mutex_unlock(&cep->lock);
+	}
 }
 
 int viw_iw_destroy_listen(struct iw_cm_id *cm_id)
@@ -883,6 +1084,8 @@ int viw_iw_destroy_listen(struct iw_cm_id *cm_id)
 		cep->state = VIW_CEP_CLOSED;
 		viw_cep_drop_cm_id(cep);
 		mutex_unlock(&cep->lock);
+		/* After the listener's lock: a child takes it inside its own. */
+		viw_listen_close_children(cep);
 		viw_cep_put(cep);
 	}
 	kfree(listeners);
@@ -943,6 +1146,15 @@ static void viw_cep_peer_closed(struct viw_cep *cep)
 	case VIW_CEP_MPA_REQ_WAIT:
 		viw_cep_close(cep, 0, true);
 		break;
+	case VIW_CEP_MPA_REQ_RCVD:
+		/*
+		 * A FIN is acted on once the consumer accepted (the peer may
+		 * still read our reply); a reset ends the request now, and
+		 * accept or reject finds the socket gone.
+		 */
+		if (cep->sock && cep->sock->sk->sk_state == TCP_CLOSE)
+			viw_cep_release_socket(cep, true);
+		break;
 	case VIW_CEP_RTR_WAIT:
 		viw_cep_fail_rtr_wait(cep);
 		break;
@@ -983,18 +1195,28 @@ static void viw_cep_timed_out(struct viw_cep *cep)
 	}
 }
 
-/* The consumer started a graceful close: send FIN once the TX is idle. */
-static bool viw_cep_local_close(struct viw_cep *cep)
+/*
+ * The consumer started a graceful close: send the FIN once the transmit
+ * engine is between FPDUs.  The close timer runs from the request on, so
+ * a peer that stops reading (the engine stays blocked in an FPDU) gets a
+ * reset after VIW_CLOSE_TIMEOUT, which also unblocks the engine.
+ */
+static void viw_cep_local_close(struct viw_cep *cep)
 {
-	if (cep->state != VIW_CEP_ESTABLISHED)
-		return true;
-	if (!viw_qp_tx_quiesce(cep->qp))
-		return false;
+	if (cep->state == VIW_CEP_ESTABLISHED) {
+		cep->state = VIW_CEP_CLOSING;
+		cep->fin_pending = true;
+		viw_cep_arm_timer(cep, VIW_CLOSE_TIMEOUT);
+	}
+	if (cep->state != VIW_CEP_CLOSING || !cep->fin_pending)
+		return;
+	if (!viw_qp_tx_quiesce(cep->qp)) {
+		viw_cep_arm(cep, &cep->fin_retry, VIW_FIN_RETRY);
+		return;
+	}
 	kernel_sock_shutdown(cep->sock, SHUT_WR);
 	viw_qp_tx_resume(cep->qp);
-	cep->state = VIW_CEP_CLOSING;
-	viw_cep_arm_timer(cep, VIW_CLOSE_TIMEOUT);
-	return true;
+	cep->fin_pending = false;
 }
 
 /*
@@ -1045,7 +1267,6 @@ static void viw_cep_rtr_received(struct viw_cep *cep)
 static void viw_cep_work(struct work_struct *work)
 {
 	struct viw_cep *cep = container_of(work, struct viw_cep, work);
-	bool retry_close = false;
 
 	mutex_lock(&cep->lock);
 	if (test_and_clear_bit(VIW_CEP_EV_CONNECTED, &cep->events))
@@ -1062,16 +1283,10 @@ static void viw_cep_work(struct work_struct *work)
 	if (test_and_clear_bit(VIW_CEP_EV_ABORT, &cep->events))
 		viw_cep_local_abort(cep);
 	if (test_and_clear_bit(VIW_CEP_EV_CLOSE, &cep->events))
-		retry_close = !viw_cep_local_close(cep);
+		viw_cep_local_close(cep);
 	if (test_and_clear_bit(VIW_CEP_EV_TIMEOUT, &cep->events))
 		viw_cep_timed_out(cep);
 	mutex_unlock(&cep->lock);
-
-	if (retry_close) {
-		/* The transmit engine is mid-FPDU; try again shortly. */
-		usleep_range(1000, 2000);
-		viw_cep_post_event(cep, VIW_CEP_EV_CLOSE);
-	}
 	viw_cep_put(cep);
 }
 
@@ -1081,7 +1296,24 @@ int viw_cm_init(void)
 	return viw_cm_wq ? 0 : -ENOMEM;
 }
 
+/*
+ * Close what is left at module exit.  The devices are gone, so only CEPs
+ * that no device or cm_id reaches remain (a request iw_cm never answered);
+ * their sockets, callbacks and timers must not outlive the module.
+ */
 void viw_cm_exit(void)
 {
+	struct viw_cep *cep = NULL;
+
+	while ((cep = viw_cep_next(cep))) {
+		mutex_lock(&cep->lock);
+		viw_cep_cancel_timer(cep);
+		viw_cep_release_socket(cep, true);
+		cep->state = VIW_CEP_CLOSED;
+		mutex_unlock(&cep->lock);
+	}
+	/* Queued work, a timer that fired included, runs to its end. */
 	destroy_workqueue(viw_cm_wq);
+	if (viw_cep_live)
+		pr_warn("viw: %d connection endpoints leaked\n", viw_cep_live);
 }

@@ -22,7 +22,7 @@ enum viw_cep_state {
 	VIW_CEP_MPA_REQ_RCVD,	/* passive: CONNECT_REQUEST delivered */
 	VIW_CEP_RTR_WAIT,	/* passive: accepted, waiting for the RTR */
 	VIW_CEP_ESTABLISHED,
-	VIW_CEP_CLOSING,	/* FIN sent, waiting for the peer's */
+	VIW_CEP_CLOSING,	/* local close: FIN (to be) sent, waiting */
 	VIW_CEP_CLOSED,
 };
 
@@ -53,17 +53,21 @@ struct viw_cep {
 	struct viw_qp *qp;		/* holds a QP reference */
 	struct viw_cep *listener;	/* passive: holds a reference */
 	struct list_head listen_entry;	/* on the cm_id's listener list */
+	struct list_head cep_entry;	/* on viw_cep_list, until released */
 
 	unsigned long events;		/* enum viw_cep_event_bit */
 	struct work_struct work;
 	struct delayed_work timer;
+	struct delayed_work fin_retry;	/* CLOSING: try the FIN again */
 	bool close_sent;		/* the CLOSE upcall was made */
+	bool fin_pending;		/* CLOSING, the FIN is not sent yet */
 
 	/* MPA exchange */
 	struct viw_mpa_frame req;
 	struct viw_mpa_frame rep;
 	u8 mpa_buf[VIW_MPA_HDR_LEN + VIW_MPA_MAX_PDATA];
 	u32 mpa_len;			/* bytes of mpa_buf filled */
+	bool frame_done;		/* mpa_buf holds a whole, valid frame */
 	u16 ird;
 	u16 ord;
 
@@ -78,6 +82,8 @@ void viw_cep_put(struct viw_cep *cep);
 void viw_cep_post_event(struct viw_cep *cep, enum viw_cep_event_bit ev);
 
 struct viw_mpa_prefs *viw_cm_prefs(void);
+struct seq_file;
+void viw_cm_show_ceps(struct seq_file *m);
 int viw_cm_init(void);
 void viw_cm_exit(void);
 

@@ -95,15 +95,26 @@ static void viw_cq_async_error(struct viw_cq *cq)
 }
 
 /*
+ * Tries of the cmpxchg below.  The arm word is in memory the process can
+ * write at any time, and this runs with the CQ lock held and IRQs off, so
+ * a thread that keeps flipping the word must not be able to keep us here.
+ */
+#define VIW_CQ_ARM_TRIES	8
+
+/*
  * Disarm the CQ and return true if the consumer asked to be told about
  * this completion.  The consumer may re-arm concurrently, hence cmpxchg.
+ * If the word keeps changing under us, disarm it unconditionally and
+ * report the event: a spurious completion event is harmless (the consumer
+ * polls and may find nothing new), a lost one would leave it asleep.
  */
 static bool viw_cq_take_arm(struct viw_cq *cq, bool solicited)
 {
 	u32 *arm = &cq->ring.ctrl->arm;
 	u32 old = READ_ONCE(*arm);
+	int tries;
 
-	for (;;) {
+	for (tries = 0; tries < VIW_CQ_ARM_TRIES; tries++) {
 		u32 seen;
 
 		if (!(old & VIW_CQ_ARM_NEXT) &&
@@ -114,6 +125,8 @@ static bool viw_cq_take_arm(struct viw_cq *cq, bool solicited)
 			return true;
 		old = seen;
 	}
+	xchg(arm, 0);
+	return true;
 }
 
 /**

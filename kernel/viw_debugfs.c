@@ -6,12 +6,18 @@
  *	MPA preferences for new connections (what viw requests as the
  *	initiator and accepts as the responder).  Tests use them to cover
  *	MPA v1/v2, CRC on/off and the RFC 6581 RTR types.
+ *   ceps
+ *	The number of live connection endpoints of all devices (listeners
+ *	and endpoints that wait for an MPA request included), then a line
+ *	for each.
  *   <device>/objects
  *	Live objects of a device (contexts, PDs, MRs, CQs, QPs, SRQs), so
  *	that tests can check that everything was released.
  *   <device>/counters
  *	Where bytes and events go: FPDUs and payload each way, doorbells,
- *	TERMINATEs, flushed WQEs, connections.
+ *	TERMINATEs, flushed WQEs, connections; and high-water marks (not
+ *	sums): the largest FPDU payload sent and the most bio_vec pieces
+ *	(page pieces of buffers) one FPDU's payload was made of.
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
@@ -53,6 +59,8 @@ static int viw_counters_show(struct seq_file *m, void *unused)
 		[VIW_CNT_TERM_RCVD] = "terminates_received",
 		[VIW_CNT_FLUSHED_WQES] = "flushed_wqes",
 		[VIW_CNT_CONNECTS] = "connections",
+		[VIW_CNT_TX_MAX_PAYLOAD] = "tx_max_fpdu_payload",
+		[VIW_CNT_TX_MAX_PIECES] = "tx_max_fpdu_pieces",
 	};
 	struct viw_device *vdev = m->private;
 	int i;
@@ -63,6 +71,13 @@ static int viw_counters_show(struct seq_file *m, void *unused)
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(viw_counters);
+
+static int viw_ceps_show(struct seq_file *m, void *unused)
+{
+	viw_cm_show_ceps(m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(viw_ceps);
 
 void viw_debugfs_add_device(struct viw_device *vdev)
 {
@@ -92,6 +107,8 @@ void viw_debugfs_init(void)
 	debugfs_create_bool("mpa_crc", 0644, viw_debugfs_root, &prefs->crc);
 	debugfs_create_bool("mpa_p2p", 0644, viw_debugfs_root, &prefs->p2p);
 	debugfs_create_u8("mpa_rtr", 0644, viw_debugfs_root, &prefs->rtr);
+	debugfs_create_file("ceps", 0444, viw_debugfs_root, NULL,
+			    &viw_ceps_fops);
 }
 
 void viw_debugfs_exit(void)

@@ -59,6 +59,8 @@ static void viw_dealloc_driver(struct ib_device *ibdev)
 	struct viw_device *vdev = to_viw_dev(ibdev);
 	int i;
 
+	/* MRs released by the data path's last put go in a work item. */
+	viw_mem_flush();
 	for (i = 0; i < VIW_OBJ_MAX; i++)
 		WARN_ON_ONCE(atomic_read(&vdev->obj_count[i]));
 	viw_debugfs_remove_device(vdev);
@@ -357,9 +359,12 @@ static int __init viw_init(void)
 	rv = viw_cm_init();
 	if (rv)
 		return rv;
-	rv = viw_tx_init();
+	rv = viw_mem_init();
 	if (rv)
 		goto err_cm;
+	rv = viw_tx_init();
+	if (rv)
+		goto err_mem;
 	rv = register_netdevice_notifier(&viw_netdev_nb);
 	if (rv)
 		goto err_tx;
@@ -370,6 +375,8 @@ static int __init viw_init(void)
 
 err_tx:
 	viw_tx_exit();
+err_mem:
+	viw_mem_exit();
 err_cm:
 	viw_cm_exit();
 	return rv;
@@ -382,6 +389,7 @@ static void __exit viw_exit(void)
 	viw_reap_devices(true);
 	viw_debugfs_exit();
 	viw_tx_exit();
+	viw_mem_exit();
 	viw_cm_exit();
 	pr_info("viw: unloaded\n");
 }

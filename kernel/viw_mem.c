@@ -6,6 +6,15 @@
  * The index part is handed out cyclically so that a freed STag is not
  * reused soon; the key part is random, so that a stale or guessed STag
  * whose index was reused still fails the check.
+ *
+ * An MR is referenced by its STag and by every part of the data path that
+ * uses it: a segment being placed, a READ being answered, a WQE being
+ * sent.  dereg_mr drops the STag at once, so no new lookup finds it, and
+ * does not wait for the others: a remote peer controls how long they
+ * last (a segment whose payload never comes, a zero window).  The last
+ * put releases the pinned pages, from a work item because puts come from
+ * softirq and under spinlocks.  A segment already being placed when
+ * dereg_mr runs still completes into the pinned pages, as in siw.
  */
 #include <linux/bvec.h>
 #include <linux/crc32c.h>
@@ -18,6 +27,9 @@
 
 #define VIW_STAG_KEY_BITS	8
 #define VIW_STAG_INDEX_MAX	((1U << (32 - VIW_STAG_KEY_BITS)) - 1)
+
+/* Releases MR memory after the last put; drained before a device goes. */
+static struct workqueue_struct *viw_mem_wq;
 
 static inline u32 viw_stag_index(u32 stag)
 {
@@ -49,6 +61,40 @@ static int viw_mr_add(struct viw_device *vdev, struct viw_mr *mr)
 	return 0;
 }
 
+static void viw_mr_free(struct viw_device *vdev, struct viw_mr *mr)
+{
+	kvfree(mr->pages);
+	if (mr->umem)
+		ib_umem_release(mr->umem);
+	/* Lookups run under RCU. */
+	kfree_rcu(mr, rcu);
+	viw_obj_put(vdev, VIW_OBJ_MR);
+}
+
+static void viw_mr_free_work(struct work_struct *work)
+{
+	struct viw_mr *mr = container_of(work, struct viw_mr, free_work);
+
+	viw_mr_free(to_viw_dev(mr->ibmr.device), mr);
+}
+
+int viw_mem_init(void)
+{
+	viw_mem_wq = alloc_workqueue("viw_mem", WQ_UNBOUND, 0);
+	return viw_mem_wq ? 0 : -ENOMEM;
+}
+
+void viw_mem_exit(void)
+{
+	destroy_workqueue(viw_mem_wq);
+}
+
+/* Wait for the MRs whose last reference went to be released. */
+void viw_mem_flush(void)
+{
+	flush_workqueue(viw_mem_wq);
+}
+
 static struct viw_mr *viw_mr_alloc(struct ib_pd *pd, int access)
 {
 	struct viw_device *vdev = to_viw_dev(pd->device);
@@ -63,7 +109,7 @@ static struct viw_mr *viw_mr_alloc(struct ib_pd *pd, int access)
 	}
 	mr->access = access;
 	refcount_set(&mr->ref, 1);
-	init_completion(&mr->released);
+	INIT_WORK(&mr->free_work, viw_mr_free_work);
 	return mr;
 }
 
@@ -75,7 +121,8 @@ static int viw_mr_index_pages(struct viw_mr *mr)
 	unsigned long i = 0;
 
 	mr->num_pages = ib_umem_num_pages(umem);
-	mr->pages = kvcalloc(mr->num_pages, sizeof(*mr->pages), GFP_KERNEL);
+	mr->pages = kvcalloc(mr->num_pages, sizeof(*mr->pages),
+			     GFP_KERNEL_ACCOUNT);
 	if (!mr->pages)
 		return -ENOMEM;
 	for_each_sgtable_page(&umem->sgt_append.sgt, &iter, 0) {
@@ -85,16 +132,6 @@ static int viw_mr_index_pages(struct viw_mr *mr)
 	}
 	mr->page_offset = ib_umem_offset(umem);
 	return 0;
-}
-
-static void viw_mr_free(struct viw_device *vdev, struct viw_mr *mr)
-{
-	kvfree(mr->pages);
-	if (mr->umem)
-		ib_umem_release(mr->umem);
-	/* Lookups run under RCU. */
-	kfree_rcu(mr, rcu);
-	viw_obj_put(vdev, VIW_OBJ_MR);
 }
 
 struct ib_mr *viw_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
@@ -157,18 +194,18 @@ int viw_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct viw_device *vdev = to_viw_dev(ibmr->device);
 	struct viw_mr *mr = to_viw_mr(ibmr);
 
+	/* Lookups fail from now on; users that hold it keep the memory. */
 	xa_erase(&vdev->mr_xa, viw_stag_index(ibmr->lkey));
-	/* Wait for the data path to let go of it; lookups now fail. */
-	viw_mr_put(mr);
-	wait_for_completion(&mr->released);
-	viw_mr_free(vdev, mr);
+	if (refcount_dec_and_test(&mr->ref))
+		viw_mr_free(vdev, mr);
 	return 0;
 }
 
+/* Drop a data path reference; may be called in any context. */
 void viw_mr_put(struct viw_mr *mr)
 {
 	if (refcount_dec_and_test(&mr->ref))
-		complete(&mr->released);
+		queue_work(viw_mem_wq, &mr->free_work);
 }
 
 /**
@@ -234,27 +271,29 @@ static u32 viw_mr_locate(const struct viw_mr *mr, u64 addr,
  * viw_mr_bvec - describe MR memory as bio_vecs, one per page piece
  * @mr: a referenced user MR
  * @addr: first byte, inside the MR
- * @len: bytes, inside the MR
+ * @len: bytes, inside the MR; set to the bytes described
  * @bv: array to fill
  * @max: entries available in @bv
  *
- * Return: entries filled; fewer bytes than @len are described if @max
- * runs out.
+ * Return: entries filled.  If @max runs out first, *@len is cut to what
+ * they hold, and the caller must send no more than that.
  */
-int viw_mr_bvec(const struct viw_mr *mr, u64 addr, u32 len,
+int viw_mr_bvec(const struct viw_mr *mr, u64 addr, u32 *len,
 		struct bio_vec *bv, int max)
 {
+	u32 left = *len;
 	int n = 0;
 
-	while (len && n < max) {
+	while (left && n < max) {
 		struct page *page;
 		u32 off, chunk;
 
-		chunk = min(len, viw_mr_locate(mr, addr, &page, &off));
+		chunk = min(left, viw_mr_locate(mr, addr, &page, &off));
 		bvec_set_page(&bv[n++], page, chunk, off);
 		addr += chunk;
-		len -= chunk;
+		left -= chunk;
 	}
+	*len -= left;
 	return n;
 }
 

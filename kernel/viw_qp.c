@@ -16,6 +16,8 @@
 #include "viw_cm.h"
 
 #define VIW_MAX_QP_ID 0xffffff
+/* How long the error work waits for the TERMINATE to go out. */
+#define VIW_TERM_TIMEOUT	HZ
 
 /* Modify-QP attributes viw acts on; the others need a connection. */
 #define VIW_QP_ATTR_SUPPORTED                                                  \
@@ -190,6 +192,8 @@ static void viw_qp_error_locked(struct viw_qp *qp)
 	viw_rq_flush(qp);
 	if (qp->srq)
 		viw_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+	/* An error work waiting for its TERMINATE need not wait any more. */
+	complete_all(&qp->term_done);
 	/* A connected QP in ERROR aborts its connection. */
 	if (qp->cep)
 		viw_cep_post_event(qp->cep, VIW_CEP_EV_ABORT);
@@ -514,6 +518,7 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 			goto out;
 		}
 	}
+	reinit_completion(&qp->term_done);
 	viw_qp_set_kflags(qp, 0);
 	WRITE_ONCE(qp->state, IB_QPS_RTS);
 	viw_count(qp->vdev, VIW_CNT_CONNECTS, 1);
@@ -563,34 +568,51 @@ void viw_qp_tx_resume(struct viw_qp *qp)
 	mutex_unlock(&qp->tx_lock);
 }
 
-/* Send the pending TERMINATE if the transmit engine is not stuck. */
+/*
+ * Have the transmit engine send the pending TERMINATE after the FPDU it
+ * may be sending, and wait for it a bounded time.  This runs without
+ * state_lock: the send blocks while the peer does not read, and what ends
+ * such a send, aborting the connection, needs state_lock (destroy_qp,
+ * modify_qp, the link going down, the connection's own close).  If the
+ * TERMINATE is not out in time, the QP goes to ERROR without it, and the
+ * connection is reset.
+ */
 static void viw_qp_send_terminate(struct viw_qp *qp)
 {
-	if (!qp->term_pending || !mutex_trylock(&qp->tx_lock))
+	bool sent;
+
+	if (!READ_ONCE(qp->term_pending))
 		return;
-	if (qp->sock && !viw_tx_send_term(qp)) {
-		WRITE_ONCE(qp->term_sent, true);
-		viw_count(qp->vdev, VIW_CNT_TERM_SENT, 1);
-	}
+	viw_tx_kick(qp);
+	wait_for_completion_timeout(&qp->term_done, VIW_TERM_TIMEOUT);
+	sent = READ_ONCE(qp->term_sent);
 	ibdev_info_ratelimited(qp->ibqp.device,
 			       "QP %u: TERMINATE layer %u type %u code %u %s\n",
 			       qp->ibqp.qp_num, qp->term.cause.layer,
 			       qp->term.cause.etype, qp->term.cause.ecode,
-			       qp->term_sent ? "sent" : "not sent");
-	qp->term_pending = false;
-	mutex_unlock(&qp->tx_lock);
+			       sent ? "sent" : "not sent");
 }
 
 static void viw_qp_err_work(struct work_struct *work)
 {
 	struct viw_qp *qp = container_of(work, struct viw_qp, err_work);
+	bool connected;
 
+	/* SQE: the transmit engine takes no more WQEs, only the TERMINATE. */
 	mutex_lock(&qp->state_lock);
-	if (qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD) {
+	connected = qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD;
+	if (connected)
 		WRITE_ONCE(qp->state, IB_QPS_SQE);
-		viw_qp_send_terminate(qp);
+	mutex_unlock(&qp->state_lock);
+	if (!connected)
+		return;
+
+	viw_qp_send_terminate(qp);
+
+	/* Unless the consumer moved the QP on meanwhile. */
+	mutex_lock(&qp->state_lock);
+	if (qp->state == IB_QPS_SQE)
 		viw_qp_error_locked(qp);
-	}
 	mutex_unlock(&qp->state_lock);
 }
 

@@ -164,8 +164,11 @@ static int viw_rx_start_write(struct viw_qp *qp)
 	rx->mr = viw_mr_get(qp->vdev, qp->ibqp.pd, rx->ddp.stag,
 			    IB_ACCESS_REMOTE_WRITE, rx->ddp.to,
 			    rx->payload_len, &qp->term.cause);
-	if (!rx->mr)
+	if (!rx->mr) {
+		viw_term_tagged_cause(&qp->term.cause, rx->ddp.to,
+				      rx->payload_len, false);
 		return -EPROTO;
+	}
 	rx->addr = rx->ddp.to;
 	return 0;
 }
@@ -189,8 +192,11 @@ static int viw_rx_start_read_resp(struct viw_qp *qp)
 	rx->mr = viw_mr_get(qp->vdev, qp->ibqp.pd, rx->ddp.stag,
 			    IB_ACCESS_LOCAL_WRITE, rx->ddp.to,
 			    rx->payload_len, &qp->term.cause);
-	if (!rx->mr)
+	if (!rx->mr) {
+		viw_term_tagged_cause(&qp->term.cause, rx->ddp.to,
+				      rx->payload_len, false);
 		return -EPROTO;
+	}
 	rx->addr = rx->ddp.to;
 	return 0;
 }
@@ -213,8 +219,9 @@ static int viw_rx_read_req(struct viw_qp *qp)
 				    IB_ACCESS_REMOTE_READ, ent.req.src_to,
 				    ent.req.size, &qp->term.cause);
 		if (!ent.mr) {
-			qp->term.cause.layer = VIW_TERM_RDMAP;
-			qp->term.cause.etype = VIW_RDMAP_ET_REMOTE_PROT;
+			/* RDMAP, not DDP, checks a READ's source */
+			viw_term_tagged_cause(&qp->term.cause, ent.req.src_to,
+					      ent.req.size, true);
 			return -EPROTO;
 		}
 	}
@@ -395,6 +402,23 @@ static int viw_rx_crc_skb(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 	return 0;
 }
 
+/*
+ * A TERMINATE's body is kept in rx->term_body for decoding.  It travels on
+ * its own queue (QN 2), so it may arrive between the segments of a SEND:
+ * the receive WQE that SEND is filling is not its buffer.
+ */
+static int viw_rx_keep_term(struct viw_qp *qp, struct sk_buff *skb, u32 off,
+			    u32 n)
+{
+	struct viw_rx *rx = &qp->rx;
+	u32 got = rx->payload_got;
+
+	if (got >= sizeof(rx->term_body))
+		return viw_rx_crc_skb(qp, skb, off, n, NULL, 0);
+	return viw_rx_crc_skb(qp, skb, off, n, rx->term_body + got,
+			      sizeof(rx->term_body) - got);
+}
+
 static int viw_rx_payload(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 			  u32 avail)
 {
@@ -403,23 +427,15 @@ static int viw_rx_payload(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 	u32 *crc = qp->crc ? &rx->crc : NULL;
 	int rv;
 
-	if (rx->mr) {
+	if (rx->ddp.opcode == VIW_RDMAP_TERMINATE)
+		rv = viw_rx_keep_term(qp, skb, off, n);
+	else if (rx->mr)
 		rv = viw_mr_copy_from_skb(rx->mr, rx->addr + rx->payload_got,
 					  skb, off, n, crc);
-	} else if (rx->rqe_active) {
+	else if (rx->rqe_active)
 		rv = viw_rx_place_send(qp, skb, off, n);
-	} else {
-		u32 got = rx->payload_got;
-		u8 *keep = NULL;
-		u32 room = 0;
-
-		/* TERMINATE: keep its body for decoding */
-		if (got < sizeof(rx->term_body)) {
-			keep = rx->term_body + got;
-			room = sizeof(rx->term_body) - got;
-		}
-		rv = viw_rx_crc_skb(qp, skb, off, n, keep, room);
-	}
+	else
+		rv = viw_rx_crc_skb(qp, skb, off, n, NULL, 0);
 	if (rv)
 		return rv;
 	rx->payload_got += n;
@@ -429,7 +445,12 @@ static int viw_rx_payload(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 	return n;
 }
 
-/* A TERMINATE arrived: the peer reports an error and closes. */
+/*
+ * A TERMINATE arrived: the peer reports an error and closes.  Nothing
+ * after it is parsed (RFC 5040: the stream ends with the TERMINATE), so a
+ * peer cannot pile up async events with more TERMINATEs or have data
+ * placed into a QP that is going to ERROR.
+ */
 static void viw_rx_terminate(struct viw_qp *qp)
 {
 	struct viw_rx *rx = &qp->rx;
@@ -437,13 +458,17 @@ static void viw_rx_terminate(struct viw_qp *qp)
 	u32 len = VIW_RDMAP_TERM_CTRL_LEN + rx->payload_len;
 	u8 body[VIW_RDMAP_TERM_CTRL_LEN + sizeof(rx->term_body)];
 
+	rx->stage = VIW_RX_DEAD;
 	memcpy(body, rx->hdr + VIW_MPA_LEN_SIZE + VIW_DDP_UNTAGGED_HDR_LEN,
 	       VIW_RDMAP_TERM_CTRL_LEN);
 	memcpy(body + VIW_RDMAP_TERM_CTRL_LEN, rx->term_body,
 	       sizeof(rx->term_body));
-	if (viw_term_decode(body, min_t(u32, len, sizeof(body)), &term))
-		viw_rx_set_cause(qp, VIW_TERM_LLP, 0,
-				 VIW_LLP_EC_INVALID_REQ_RESP);
+	/*
+	 * A body shorter than its flags announce is not answered: the
+	 * stream ends anyway, and the control word, always there, still
+	 * gives the cause.
+	 */
+	viw_term_decode(body, min_t(u32, len, sizeof(body)), &term);
 	viw_qp_terminated(qp, &term.cause);
 }
 

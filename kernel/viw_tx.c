@@ -21,8 +21,6 @@
 
 /* FPDUs one run of the work item sends before it lets others run. */
 #define VIW_TX_BUDGET		64
-/* bio_vecs of one FPDU: header, payload pieces, trailer */
-#define VIW_TX_MAX_BVEC		(2 + 2 * VIW_MAX_SGE + 2)
 
 /* Layout of qp->tx_buf, one page. */
 #define VIW_TX_HDR_OFF		0
@@ -92,40 +90,39 @@ static int viw_tx_sendmsg(struct viw_qp *qp, struct msghdr *msg)
  * viw_tx_fpdu - frame and send one DDP segment
  * @qp: the QP, tx_lock held
  * @hdr_len: DDP/RDMAP header length, the header is at tx_buf + 2
- * @payload: payload pieces
- * @npay: number of pieces
- * @paylen: payload bytes
+ * @npay: number of payload pieces, already in qp->tx_bv[1..npay]
+ * @paylen: payload bytes, exactly what those pieces describe
  * @more: more FPDUs follow at once (MSG_MORE)
  */
-static int viw_tx_fpdu(struct viw_qp *qp, u32 hdr_len,
-		       const struct bio_vec *payload, int npay, u32 paylen,
+static int viw_tx_fpdu(struct viw_qp *qp, u32 hdr_len, int npay, u32 paylen,
 		       bool more)
 {
 	u8 *hdr = qp->tx_buf + VIW_TX_HDR_OFF;
 	u8 *trailer = qp->tx_buf + VIW_TX_TRAILER_OFF;
 	u32 ulpdu = hdr_len + paylen;
 	u32 pad = viw_mpa_pad(ulpdu);
-	struct bio_vec bv[VIW_TX_MAX_BVEC];
+	struct bio_vec *bv = qp->tx_bv;
 	struct msghdr msg = {
 		.msg_flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0),
 	};
-	int n = 0, rv;
+	int rv;
 
+	if (WARN_ON_ONCE(npay > VIW_TX_MAX_PIECES))
+		return -EINVAL;
 	viw_put_be16(hdr, ulpdu);
 	memset(trailer, 0, pad + VIW_MPA_CRC_SIZE);
 	if (qp->crc) {
 		u32 crc = crc32c(VIW_CRC_INIT, hdr, VIW_MPA_LEN_SIZE + hdr_len);
 
-		crc = viw_crc_bvec(crc, payload, npay);
+		crc = viw_crc_bvec(crc, bv + 1, npay);
 		crc = crc32c(crc, trailer, pad);
 		viw_put_crc(trailer + pad, viw_crc_final(crc));
 	}
 
-	viw_bvec_virt(&bv[n++], hdr, VIW_MPA_LEN_SIZE + hdr_len);
-	memcpy(&bv[n], payload, npay * sizeof(*payload));
-	n += npay;
-	viw_bvec_virt(&bv[n++], trailer, pad + VIW_MPA_CRC_SIZE);
-	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, bv, n,
+	viw_bvec_virt(&bv[0], hdr, VIW_MPA_LEN_SIZE + hdr_len);
+	viw_bvec_virt(&bv[npay + 1], trailer, pad + VIW_MPA_CRC_SIZE);
+	/* The iterator's length is the sum of what bv[] describes. */
+	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, bv, npay + 2,
 		      viw_fpdu_len(ulpdu));
 
 	rv = viw_tx_sendmsg(qp, &msg);
@@ -133,6 +130,8 @@ static int viw_tx_fpdu(struct viw_qp *qp, u32 hdr_len,
 		return rv;
 	viw_count(qp->vdev, VIW_CNT_TX_FPDUS, 1);
 	viw_count(qp->vdev, VIW_CNT_TX_BYTES, paylen);
+	viw_count_max(qp->vdev, VIW_CNT_TX_MAX_PAYLOAD, paylen);
+	viw_count_max(qp->vdev, VIW_CNT_TX_MAX_PIECES, npay);
 	return 0;
 }
 
@@ -170,7 +169,7 @@ int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr)
 		if (!viw_orq_push_internal(qp))
 			len = -ENOSPC;
 	}
-	rv = len < 0 ? len : viw_tx_fpdu(qp, len, NULL, 0, 0, false);
+	rv = len < 0 ? len : viw_tx_fpdu(qp, len, 0, 0, false);
 	if (!rv && rtr == VIW_RTR_READ0)
 		qp->tx_msn_rreq++;
 	else if (!rv && rtr == VIW_RTR_SEND0)
@@ -270,21 +269,27 @@ static bool viw_tx_start_wqe(struct viw_qp *qp)
 	return true;
 }
 
-/* Fill @bv with up to @len payload bytes of the WQE from offset @off. */
-static int viw_tx_payload(struct viw_qp *qp, u32 off, u32 len,
-			  struct bio_vec *bv)
+/*
+ * Describe up to *@len payload bytes of the WQE from offset @off in
+ * qp->tx_bv[1..].  Returns the pieces; *@len becomes the bytes they hold,
+ * which is less only if the pieces ran out: the FPDU then carries less.
+ */
+static int viw_tx_payload(struct viw_qp *qp, u32 off, u32 *len)
 {
 	struct viw_tx_wqe *tx = &qp->tx;
+	struct bio_vec *bv = qp->tx_bv + 1;
+	u32 left = *len;
 	int i, n = 0;
 
 	if (tx->sqe.flags & VIW_WQE_INLINE) {
 		u8 *data = qp->tx_buf + VIW_TX_INLINE_OFF;
 
-		memcpy(data, (u8 *)tx->sqe.sge + off, len);
-		viw_bvec_virt(&bv[0], data, len);
-		return len ? 1 : 0;
+		memcpy(data, (u8 *)tx->sqe.sge + off, left);
+		viw_bvec_virt(&bv[0], data, left);
+		return left ? 1 : 0;
 	}
-	for (i = 0; i < tx->sqe.num_sge && len; i++) {
+	for (i = 0; i < tx->sqe.num_sge && left && n < VIW_TX_MAX_PIECES;
+	     i++) {
 		struct viw_sge *sge = &tx->sqe.sge[i];
 		u32 chunk;
 
@@ -292,12 +297,13 @@ static int viw_tx_payload(struct viw_qp *qp, u32 off, u32 len,
 			off -= sge->length;
 			continue;
 		}
-		chunk = min(len, sge->length - off);
-		n += viw_mr_bvec(tx->mr[i], sge->addr + off, chunk, &bv[n],
-				 VIW_TX_MAX_BVEC - 2 - n);
-		len -= chunk;
+		chunk = min(left, sge->length - off);
+		n += viw_mr_bvec(tx->mr[i], sge->addr + off, &chunk, &bv[n],
+				 VIW_TX_MAX_PIECES - n);
+		left -= chunk;
 		off = 0;
 	}
+	*len -= left;
 	return n;
 }
 
@@ -340,18 +346,19 @@ static int viw_tx_data_fpdu(struct viw_qp *qp)
 	bool tagged = tx->sqe.opcode == VIW_OP_WRITE;
 	u32 room = qp->mulpdu - (tagged ? VIW_DDP_TAGGED_HDR_LEN :
 				 VIW_DDP_UNTAGGED_HDR_LEN);
-	struct bio_vec bv[VIW_TX_MAX_BVEC];
 	u32 paylen = min(tx->len - tx->sent, room);
 	struct viw_ddp_hdr h;
 	int n, hlen, rv;
 
-	n = viw_tx_payload(qp, tx->sent, paylen, bv);
+	n = viw_tx_payload(qp, tx->sent, &paylen);
+	if (WARN_ON_ONCE(!paylen && tx->sent != tx->len))
+		return -EINVAL;
 	viw_tx_build_hdr(qp, &h, paylen);
 	hlen = viw_ddp_encode(qp->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
 			      &h);
 	if (hlen < 0)
 		return hlen;
-	rv = viw_tx_fpdu(qp, hlen, bv, n, paylen, !h.last);
+	rv = viw_tx_fpdu(qp, hlen, n, paylen, !h.last);
 	if (rv)
 		return rv;
 	tx->sent += paylen;
@@ -393,7 +400,7 @@ static int viw_tx_read_req(struct viw_qp *qp)
 	viw_read_req_encode(qp->tx_buf + VIW_MPA_LEN_SIZE + hlen, &rr);
 	if (!viw_orq_push(qp, tx->index, &rr))
 		return -ENOSPC;
-	rv = viw_tx_fpdu(qp, hlen + VIW_RDMAP_READ_REQ_LEN, NULL, 0, 0, false);
+	rv = viw_tx_fpdu(qp, hlen + VIW_RDMAP_READ_REQ_LEN, 0, 0, false);
 	if (rv)
 		return rv;
 	qp->tx_msn_rreq++;
@@ -406,7 +413,6 @@ static int viw_tx_read_req(struct viw_qp *qp)
 static int viw_tx_read_resp(struct viw_qp *qp)
 {
 	struct viw_irq_entry *ent = viw_irq_peek(qp);
-	struct bio_vec bv[VIW_TX_MAX_BVEC];
 	struct viw_ddp_hdr h = {
 		.opcode = VIW_RDMAP_READ_RESP,
 		.tagged = true,
@@ -419,9 +425,12 @@ static int viw_tx_read_resp(struct viw_qp *qp)
 	if (!ent)
 		return 0;
 	paylen = min(ent->req.size - ent->sent, room);
+	/* paylen shrinks to what the pieces hold, if they run out */
 	if (paylen)
-		n = viw_mr_bvec(ent->mr, ent->req.src_to + ent->sent, paylen,
-				bv, VIW_TX_MAX_BVEC - 2);
+		n = viw_mr_bvec(ent->mr, ent->req.src_to + ent->sent, &paylen,
+				qp->tx_bv + 1, VIW_TX_MAX_PIECES);
+	if (WARN_ON_ONCE(!paylen && ent->sent != ent->req.size))
+		return -EINVAL;
 	h.last = ent->sent + paylen == ent->req.size;
 	h.stag = ent->req.sink_stag;
 	h.to = ent->req.sink_to + ent->sent;
@@ -435,7 +444,7 @@ static int viw_tx_read_resp(struct viw_qp *qp)
 	 * MR stays referenced until the data is in the socket.
 	 */
 	mr = h.last ? viw_irq_pop(qp) : NULL;
-	rv = viw_tx_fpdu(qp, hlen, bv, n, paylen, !h.last);
+	rv = viw_tx_fpdu(qp, hlen, n, paylen, !h.last);
 	if (mr)
 		viw_mr_put(mr);
 	if (rv)
@@ -485,6 +494,48 @@ static int viw_tx_step(struct viw_qp *qp)
 	return rv ? rv : 1;
 }
 
+/* Send the QP's pending TERMINATE (tx_lock held). */
+static int viw_tx_send_term(struct viw_qp *qp)
+{
+	struct viw_ddp_hdr h = {
+		.opcode = VIW_RDMAP_TERMINATE,
+		.last = true,
+		.qn = VIW_QN_TERMINATE,
+		.msn = qp->tx_msn_term,
+	};
+	u8 *p = qp->tx_buf + VIW_MPA_LEN_SIZE;
+	int hlen, blen;
+
+	hlen = viw_ddp_encode(p, VIW_MAX_HDR_LEN, &h);
+	if (hlen < 0)
+		return hlen;
+	blen = viw_term_encode(p + hlen, VIW_TX_TRAILER_OFF - VIW_MPA_LEN_SIZE -
+				   hlen, &qp->term);
+	if (blen < 0)
+		return blen;
+	qp->tx_msn_term++;
+	return viw_tx_fpdu(qp, hlen + blen, 0, 0, false);
+}
+
+/*
+ * The error work has stopped the QP (SQE) and waits for its TERMINATE:
+ * send it, between two FPDUs, and wake the error work.  Nothing else is
+ * sent after it.  The send may block on a peer that does not read; the
+ * error work then gives up waiting and aborts the connection, which ends
+ * the send.
+ */
+static void viw_tx_terminate(struct viw_qp *qp)
+{
+	if (READ_ONCE(qp->state) != IB_QPS_SQE ||
+	    completion_done(&qp->term_done))
+		return;
+	if (qp->term_pending && qp->sock && !viw_tx_send_term(qp)) {
+		WRITE_ONCE(qp->term_sent, true);
+		viw_count(qp->vdev, VIW_CNT_TERM_SENT, 1);
+	}
+	complete_all(&qp->term_done);
+}
+
 static void viw_tx_work(struct work_struct *work)
 {
 	struct viw_qp *qp = container_of(work, struct viw_qp, tx_work);
@@ -492,6 +543,7 @@ static void viw_tx_work(struct work_struct *work)
 	int rv = 0;
 
 	mutex_lock(&qp->tx_lock);
+	viw_tx_terminate(qp);
 	while (budget--) {
 		rv = viw_tx_step(qp);
 		if (rv <= 0)
@@ -515,27 +567,5 @@ void viw_tx_qp_init(struct viw_qp *qp)
 {
 	INIT_WORK(&qp->tx_work, viw_tx_work);
 	mutex_init(&qp->tx_lock);
-}
-
-/* Send the QP's pending TERMINATE (tx_lock held). */
-int viw_tx_send_term(struct viw_qp *qp)
-{
-	struct viw_ddp_hdr h = {
-		.opcode = VIW_RDMAP_TERMINATE,
-		.last = true,
-		.qn = VIW_QN_TERMINATE,
-		.msn = qp->tx_msn_term,
-	};
-	u8 *p = qp->tx_buf + VIW_MPA_LEN_SIZE;
-	int hlen, blen;
-
-	hlen = viw_ddp_encode(p, VIW_MAX_HDR_LEN, &h);
-	if (hlen < 0)
-		return hlen;
-	blen = viw_term_encode(p + hlen, VIW_TX_TRAILER_OFF - VIW_MPA_LEN_SIZE -
-				   hlen, &qp->term);
-	if (blen < 0)
-		return blen;
-	qp->tx_msn_term++;
-	return viw_tx_fpdu(qp, hlen + blen, NULL, 0, 0, false);
+	init_completion(&qp->term_done);
 }

@@ -2,7 +2,6 @@
 /*
  * viw: user contexts and protection domains.
  */
-#include <linux/vmalloc.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -13,6 +12,7 @@ int viw_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata)
 	struct viw_device *vdev = to_viw_dev(ibuctx->device);
 	struct viw_ucontext *uctx = to_viw_uctx(ibuctx);
 	struct viw_uresp_alloc_ctx uresp = {};
+	struct viw_qmem db = {};
 	u64 key;
 	int rv;
 
@@ -21,16 +21,17 @@ int viw_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata)
 	if (!viw_obj_get(vdev, VIW_OBJ_UCTX))
 		return -ENOMEM;
 
-	uctx->db = vmalloc_user(VIW_DB_PAGE_SIZE);
-	if (!uctx->db) {
-		rv = -ENOMEM;
+	atomic64_set(&uctx->qmem_bytes, 0);
+	rv = viw_qmem_alloc(&db, VIW_DB_PAGE_SIZE);
+	if (rv)
 		goto err_count;
-	}
+	uctx->db = db.vaddr;
 	/* No engine polls the rings yet: every post needs the system call. */
 	WRITE_ONCE(uctx->db->flags, VIW_DB_NEED_WAKEUP);
 
-	rv = viw_mmap_insert(ibuctx, uctx->db, VIW_DB_PAGE_SIZE,
-			     &uctx->db_entry, &key);
+	/* From here on the entry owns the page and frees it last. */
+	rv = viw_mmap_insert(ibuctx, &db, VIW_DB_PAGE_SIZE, &uctx->db_entry,
+			     &key);
 	if (rv)
 		goto err_db;
 
@@ -49,8 +50,9 @@ int viw_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata)
 
 err_entry:
 	rdma_user_mmap_entry_remove(uctx->db_entry);
+	goto err_count;
 err_db:
-	vfree(uctx->db);
+	viw_qmem_free(&db);
 err_count:
 	viw_obj_put(vdev, VIW_OBJ_UCTX);
 	return rv;
@@ -60,8 +62,10 @@ void viw_dealloc_ucontext(struct ib_ucontext *ibuctx)
 {
 	struct viw_ucontext *uctx = to_viw_uctx(ibuctx);
 
+	/* The entry frees the page once no mmap() can be using it. */
 	rdma_user_mmap_entry_remove(uctx->db_entry);
-	vfree(uctx->db);
+	uctx->db = NULL;
+	WARN_ON_ONCE(atomic64_read(&uctx->qmem_bytes));
 	viw_obj_put(to_viw_dev(ibuctx->device), VIW_OBJ_UCTX);
 }
 

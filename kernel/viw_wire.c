@@ -756,6 +756,37 @@ int viw_term_decode(const u8 *buf, size_t len, struct viw_term *term)
 	return 0;
 }
 
+/* RDMAP remote protection codes for the DDP tagged buffer codes. */
+static const u8 viw_rdmap_prot_ecode[] = {
+	[VIW_DDP_EC_T_INVALID_STAG] = VIW_RDMAP_EC_INVALID_STAG,
+	[VIW_DDP_EC_T_BASE_BOUNDS] = VIW_RDMAP_EC_BASE_BOUNDS,
+	[VIW_DDP_EC_T_STAG_NOT_ASSOC] = VIW_RDMAP_EC_STAG_NOT_ASSOC,
+	[VIW_DDP_EC_T_TO_WRAP] = VIW_RDMAP_EC_TO_WRAP,
+};
+
+/* Whether the last byte of [@to, @to + @len) is past the 64-bit TO space. */
+static bool viw_to_wraps(u64 to, u32 len)
+{
+	return len && to + (len - 1) < to;
+}
+
+void viw_term_tagged_cause(struct viw_term_cause *cause, u64 to, u32 len,
+			   bool rdmap)
+{
+	if (cause->layer != VIW_TERM_DDP || cause->etype != VIW_DDP_ET_TAGGED)
+		return;
+	if (cause->ecode == VIW_DDP_EC_T_BASE_BOUNDS && viw_to_wraps(to, len))
+		cause->ecode = VIW_DDP_EC_T_TO_WRAP;
+	if (!rdmap)
+		return;
+	cause->layer = VIW_TERM_RDMAP;
+	cause->etype = VIW_RDMAP_ET_REMOTE_PROT;
+	if (cause->ecode < sizeof(viw_rdmap_prot_ecode))
+		cause->ecode = viw_rdmap_prot_ecode[cause->ecode];
+	else
+		cause->ecode = VIW_RDMAP_EC_UNSPECIFIED;
+}
+
 /*
  * TERMINATE cause -> completion status of the work request it kills.
  *

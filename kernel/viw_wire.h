@@ -323,6 +323,20 @@ int viw_term_encode(u8 *buf, size_t len, const struct viw_term *term);
 /* Decodes what @len bytes hold; returns 0 or -EBADMSG. */
 int viw_term_decode(const u8 *buf, size_t len, struct viw_term *term);
 
+/*
+ * Report a refused tagged access as the layer that checked it does.
+ * @cause is what the STag check found: a DDP tagged buffer error, or the
+ * RDMAP access rights error.  @to and @len are the refused range.  A range
+ * whose last byte lies beyond 2^64 - 1 is reported as "TO wrap", not "base
+ * or bounds".  For the source of a Read Request (@rdmap), RDMAP checks the
+ * STag and reports a remote protection error with RDMAP's codes, which
+ * differ from DDP's from "STag not associated" on (RFC 5040's Terminate
+ * error codes and RFC 5041's error numbers, as registered with IANA by
+ * RFC 6580).
+ */
+void viw_term_tagged_cause(struct viw_term_cause *cause, u64 to, u32 len,
+			   bool rdmap);
+
 /* Map a TERMINATE cause to a work completion status (enum viw_cqe_status). */
 u8 viw_term_to_wc_status(const struct viw_term_cause *cause);
 

@@ -32,8 +32,9 @@ int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge)
 	rv = viw_ring_alloc(&wq->ring, num_slots, slot_size);
 	if (rv)
 		return rv;
-	wq->shadow = kvcalloc(num_slots, slot_size, GFP_KERNEL);
-	wq->status = kvcalloc(num_slots, sizeof(*wq->status), GFP_KERNEL);
+	/* Charged to the process like the ring (viw_ring.c). */
+	wq->shadow = kvcalloc(num_slots, slot_size, VIW_QMEM_GFP);
+	wq->status = kvcalloc(num_slots, sizeof(*wq->status), VIW_QMEM_GFP);
 	if (!wq->shadow || !wq->status) {
 		kvfree(wq->shadow);
 		kvfree(wq->status);
@@ -41,8 +42,10 @@ int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge)
 		viw_ring_free(&wq->ring);
 		return -ENOMEM;
 	}
+	wq->ring.extra = (size_t)num_slots * (slot_size + sizeof(*wq->status));
 	wq->fetch = 0;
 	wq->done = 0;
+	wq->failed = false;
 	wq->max_sge = max_sge;
 	spin_lock_init(&wq->lock);
 	return 0;
@@ -188,6 +191,8 @@ static void viw_sq_error_at(struct viw_qp *qp, u32 index, u8 status)
 		if (*viw_wq_status(sq, i) == VIW_CQE_SUCCESS)
 			*viw_wq_status(sq, i) = VIW_CQE_WR_FLUSH_ERR;
 	}
+	/* and so are those still on the wire, until the flush */
+	sq->failed = true;
 }
 
 /**
@@ -206,10 +211,12 @@ void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status)
 
 	spin_lock_irqsave(&sq->lock, flags);
 	if (index - sq->done < sq->fetch - sq->done) {
-		if (status == VIW_CQE_SUCCESS)
-			*viw_wq_status(sq, index) = status;
-		else
+		if (status != VIW_CQE_SUCCESS)
 			viw_sq_error_at(qp, index, status);
+		else if (sq->failed)
+			*viw_wq_status(sq, index) = VIW_CQE_WR_FLUSH_ERR;
+		else
+			*viw_wq_status(sq, index) = status;
 		viw_sq_retire_finished(qp);
 	}
 	spin_unlock_irqrestore(&sq->lock, flags);
@@ -227,18 +234,27 @@ struct viw_sqe *viw_sq_take(struct viw_qp *qp)
 }
 
 /*
- * Complete the kernel-owned WQEs and then every posted one, in order.  A
- * WQE still in flight completes with FLUSH_ERR, one that validation
- * rejected with its error, and an SQE that finished but waited for an
- * earlier one with its own status.  A process that posts while this runs
- * cannot keep the kernel here: one flush retires at most two rings' worth.
+ * WQEs one hold of a queue lock flushes or validates.  The locks are taken
+ * with IRQs off (the receive path takes them in softirq context), so a
+ * deep queue is worked through in batches with the lock dropped between
+ * them.  Every step still runs under the lock and retires the oldest WQE,
+ * so completions keep posting order across batches.
  */
-static void viw_wq_flush_locked(struct viw_qp *qp, struct viw_wq *wq,
-				struct viw_cq *cq, bool is_sq)
-{
-	u32 budget = 2 * wq->ring.num_slots;
+#define VIW_WQ_BATCH		64
 
-	while (budget--) {
+/*
+ * Complete up to @max WQEs: the kernel-owned ones, then posted ones, in
+ * order.  A WQE still in flight completes with FLUSH_ERR, one that
+ * validation rejected with its error, and an SQE that finished but waited
+ * for an earlier one with its own status.  Returns how many; fewer than
+ * @max means the queue is empty.  Caller holds wq->lock.
+ */
+static u32 viw_wq_flush_locked(struct viw_qp *qp, struct viw_wq *wq,
+			       struct viw_cq *cq, bool is_sq, u32 max)
+{
+	u32 n;
+
+	for (n = 0; n < max; n++) {
 		u8 status;
 
 		if (wq->done == wq->fetch) {
@@ -262,53 +278,62 @@ static void viw_wq_flush_locked(struct viw_qp *qp, struct viw_wq *wq,
 				.status = status ? : VIW_CQE_WR_FLUSH_ERR,
 			};
 
-				viw_wq_retire(wq);
+			viw_wq_retire(wq);
 			viw_cq_push(cq, &info);
 		}
 		viw_count(qp->vdev, VIW_CNT_FLUSHED_WQES, 1);
 	}
 	wq->next = wq->done;
+	/* Every WQE the engine took is retired: none is left to fail. */
+	if (wq->done == wq->fetch)
+		wq->failed = false;
+	return n;
+}
+
+/*
+ * Flush @wq completely, a batch per lock hold.  A process that posts
+ * while this runs cannot keep the kernel here: one flush retires at most
+ * two rings' worth.
+ */
+static void viw_wq_flush(struct viw_qp *qp, struct viw_wq *wq,
+			 struct viw_cq *cq, bool is_sq)
+{
+	u32 budget = 2 * wq->ring.num_slots;
+	unsigned long flags;
+	u32 batch, n;
+
+	do {
+		batch = min_t(u32, budget, VIW_WQ_BATCH);
+		spin_lock_irqsave(&wq->lock, flags);
+		n = viw_wq_flush_locked(qp, wq, cq, is_sq, batch);
+		spin_unlock_irqrestore(&wq->lock, flags);
+		budget -= n;
+	} while (n == batch && budget);
 }
 
 void viw_sq_flush(struct viw_qp *qp)
 {
-	unsigned long flags;
-
-	spin_lock_irqsave(&qp->sq.lock, flags);
-	viw_wq_flush_locked(qp, &qp->sq, qp->scq, true);
-	spin_unlock_irqrestore(&qp->sq.lock, flags);
+	viw_wq_flush(qp, &qp->sq, qp->scq, true);
 }
 
 void viw_rq_flush(struct viw_qp *qp)
 {
-	unsigned long flags;
-
 	if (qp->srq)
 		return;
-	spin_lock_irqsave(&qp->rq.lock, flags);
-	viw_wq_flush_locked(qp, &qp->rq, qp->rcq, false);
-	spin_unlock_irqrestore(&qp->rq.lock, flags);
+	viw_wq_flush(qp, &qp->rq, qp->rcq, false);
 }
 
 /* Empty the queues without completions (modify_qp to RESET). */
 void viw_sq_discard(struct viw_qp *qp)
 {
-	unsigned long flags;
-
-	spin_lock_irqsave(&qp->sq.lock, flags);
-	viw_wq_flush_locked(qp, &qp->sq, NULL, true);
-	spin_unlock_irqrestore(&qp->sq.lock, flags);
+	viw_wq_flush(qp, &qp->sq, NULL, true);
 }
 
 void viw_rq_discard(struct viw_qp *qp)
 {
-	unsigned long flags;
-
 	if (qp->srq)
 		return;
-	spin_lock_irqsave(&qp->rq.lock, flags);
-	viw_wq_flush_locked(qp, &qp->rq, NULL, false);
-	spin_unlock_irqrestore(&qp->rq.lock, flags);
+	viw_wq_flush(qp, &qp->rq, NULL, false);
 }
 
 /* Returns VIW_CQE_SUCCESS or the status the RQE must complete with. */
@@ -341,19 +366,25 @@ static bool viw_rq_take_posted_one(struct viw_qp *qp)
 }
 
 /*
- * Take and validate newly posted RQEs.  Returns false when one is invalid:
- * it keeps its error status in the shadow and the QP must go to ERROR,
- * which completes it in its place in posting order.
+ * Take and validate up to VIW_WQ_BATCH newly posted RQEs.  Returns false
+ * when one is invalid: it keeps its error status in the shadow and the QP
+ * must go to ERROR, which completes it in its place in posting order.
+ * *@more is set if the batch ran out before the posted RQEs did.  Caller
+ * holds rq.lock.
  */
-static bool viw_rq_take_posted(struct viw_qp *qp)
+static bool viw_rq_take_posted(struct viw_qp *qp, bool *more)
 {
 	u32 before;
+	int n;
 
-	do {
+	*more = false;
+	for (n = 0; n < VIW_WQ_BATCH; n++) {
 		before = qp->rq.fetch;
 		if (!viw_rq_take_posted_one(qp))
 			return qp->rq.fetch == before;
-	} while (true);
+	}
+	*more = true;
+	return true;
 }
 
 /**
@@ -427,24 +458,45 @@ void viw_rx_complete_rqe(struct viw_qp *qp, u8 status)
 	viw_rx_release_rqe(rx);
 }
 
-static int viw_rq_doorbell(struct viw_qp *qp)
+/*
+ * One batch of the RQ doorbell under rq.lock.  Returns false if an RQE was
+ * invalid; *@more says whether another batch is due.
+ */
+static bool viw_rq_doorbell_batch(struct viw_qp *qp, bool *more)
 {
 	unsigned long flags;
 	bool valid = true;
 
+	*more = false;
 	spin_lock_irqsave(&qp->rq.lock, flags);
-	switch (READ_ONCE(qp->state)) {
-	case IB_QPS_ERR:
-		viw_wq_flush_locked(qp, &qp->rq, qp->rcq, false);
-		break;
-	case IB_QPS_RESET:
-		/* Taken when the QP leaves RESET. */
-		break;
-	default:
-		valid = viw_rq_take_posted(qp);
-		break;
-	}
+	/* RESET: taken when the QP leaves RESET; ERR: being flushed. */
+	if (READ_ONCE(qp->state) != IB_QPS_RESET &&
+	    READ_ONCE(qp->state) != IB_QPS_ERR)
+		valid = viw_rq_take_posted(qp, more);
 	spin_unlock_irqrestore(&qp->rq.lock, flags);
+	return valid;
+}
+
+/*
+ * The doorbells read the state after the process's posts; the full barrier
+ * pairs with the one in viw_qp_error_locked(): either the flush there sees
+ * the new WQEs, or the doorbell sees ERROR and flushes them itself.
+ */
+static int viw_rq_doorbell(struct viw_qp *qp)
+{
+	/* A ring's worth: a process reposting meanwhile cannot keep us. */
+	u32 batches = qp->rq.ring.num_slots / VIW_WQ_BATCH + 1;
+	bool more, valid;
+
+	/* Orders the process's posts before the state read; see above. */
+	smp_mb();
+	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
+		viw_wq_flush(qp, &qp->rq, qp->rcq, false);
+		return 0;
+	}
+	do {
+		valid = viw_rq_doorbell_batch(qp, &more);
+	} while (valid && more && --batches);
 
 	if (!valid) {
 		ibdev_info_ratelimited(qp->ibqp.device,
@@ -457,17 +509,15 @@ static int viw_rq_doorbell(struct viw_qp *qp)
 
 static int viw_sq_doorbell(struct viw_qp *qp)
 {
-	unsigned long flags;
-
-	spin_lock_irqsave(&qp->sq.lock, flags);
+	/* Pairs with viw_qp_error_locked(), as in viw_rq_doorbell(). */
+	smp_mb();
 	/*
 	 * Outside ERROR and RTS, WQEs wait in the ring until the QP is
 	 * connected and the transmit engine takes them.
 	 */
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
-		viw_wq_flush_locked(qp, &qp->sq, qp->scq, true);
-	spin_unlock_irqrestore(&qp->sq.lock, flags);
-	if (READ_ONCE(qp->state) == IB_QPS_RTS)
+		viw_wq_flush(qp, &qp->sq, qp->scq, true);
+	else if (READ_ONCE(qp->state) == IB_QPS_RTS)
 		viw_tx_kick(qp);
 	return 0;
 }

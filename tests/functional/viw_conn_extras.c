@@ -41,6 +41,19 @@
  *                 completion channel must deliver an event, and both
  *                 receives must be in the CQ by then, in order.  (Whether
  *                 the unsolicited one raised an event is not asserted.)
+ *   bulk          64 KiB messages (tests/vm/guest/sec-mem-mtu.sh runs
+ *                 them over a 64 KiB MTU): a SEND from one page-aligned
+ *                 SGE into a one-SGE receive, a SEND gathered from six
+ *                 SGEs into a two-SGE receive, RDMA WRITEs of
+ *                 both into the offered buffer, RDMA READs of 64 KiB from
+ *                 an aligned and an unaligned source (the server answers
+ *                 them) into an aligned and an unaligned sink, then an
+ *                 8-byte SEND.  The server checks every byte of its bulk
+ *                 area, the client every byte it READ.  The first five
+ *                 gather SGEs are 4098 bytes from the last byte of a page
+ *                 (three page pieces each), the sixth takes the rest, so
+ *                 that one FPDU of a large-MTU link is made of more than
+ *                 14 page pieces (needs max_sge 6).
  *
  * Every posted WR is signaled; the completions must all be SUCCESS, in
  * posting order, with the expected opcode, byte_len (receives) and no
@@ -91,10 +104,13 @@
 #define XS_SEED_UNSOL		0x53
 #define XS_SEED_SOL		0x54
 #define XS_SEED_SIGNAL		0x5a
+#define XS_SEED_BULK1		0x61
+#define XS_SEED_BULK2		0x62
+#define XS_SEED_BULK_READ	0x63
 
 /* The server's buffer (LOCAL_WRITE | REMOTE_WRITE), XS_S_FILL before each
  * connection. */
-#define XS_SBUF_LEN		(256 * 1024)
+#define XS_SBUF_LEN		(768 * 1024)
 #define XS_S_RECV		0		/* max-sge receive slices */
 #define XS_S_RECV_LEN		(128 * 1024)
 #define XS_S_TARGET		(128 * 1024)	/* offered to RDMA WRITE */
@@ -105,10 +121,31 @@
 #define XS_WRITE_OFF		64		/* WRITEs land at target + 64 */
 #define XS_S_FILL		0xee
 
+/* bulk: the server's area, above the buffers the other scenarios use */
+#define XS_BULK_LEN		(64 * 1024)
+#define XS_B_BASE		(256 * 1024)
+#define XS_B_RECV1		XS_B_BASE		/* one-SGE receive */
+#define XS_B_RECV2		(XS_B_BASE + XS_BULK_LEN + 16)	/* two SGEs */
+#define XS_B_RECV2_A		40000
+#define XS_B_RECV2_GAP		48
+#define XS_B_RECV2_B		30000
+#define XS_B_TARGET		(XS_B_BASE + 192 * 1024)	/* offered */
+#define XS_B_TARGET_LEN		(XS_SBUF_LEN - XS_B_TARGET)
+#define XS_B_WRITE1		0			/* in the target */
+#define XS_B_WRITE2		(XS_BULK_LEN + 100)
+#define XS_B_READ		(192 * 1024)		/* READ source */
+#define XS_B_READ_UNAL		7
+
 /* The client's buffer. */
-#define XS_CBUF_LEN		(128 * 1024)
+#define XS_CBUF_LEN		(512 * 1024)
 #define XS_C_SLICES		0		/* max-sge gather slices */
 #define XS_C_SMALL		(120 * 1024)	/* small SENDs */
+#define XS_C_B_ALIGNED		(128 * 1024)	/* bulk: one-SGE source */
+#define XS_C_B_GATHER		(192 * 1024)	/* six SGEs, see bulk_gather */
+#define XS_B_SGES		6
+#define XS_B_PIECE_LEN		4098		/* 1 + 4096 + 1 bytes */
+#define XS_C_B_READ1		(320 * 1024)	/* aligned sink */
+#define XS_C_B_READ2		(384 * 1024 + 3)	/* unaligned sink */
 
 #define XS_QP_DEPTH		16
 #define XS_RESOLVE_MS		2000
@@ -128,6 +165,7 @@ enum {
 	XS_MAX_SGE_SC,
 	XS_INLINE,
 	XS_SOLICITED,
+	XS_BULK,
 	XS_NUM_SCENARIOS,
 };
 
@@ -138,6 +176,7 @@ static const char *const xs_names[XS_NUM_SCENARIOS] = {
 	[XS_MAX_SGE_SC] = "max-sge",
 	[XS_INLINE] = "inline",
 	[XS_SOLICITED] = "solicited",
+	[XS_BULK] = "bulk",
 };
 
 /* Client -> server, in the rdma_connect private data (big endian). */
@@ -187,6 +226,34 @@ static void fill_pat(uint8_t *p, size_t len, unsigned int seed)
 static uint8_t msg_byte(size_t k)
 {
 	return (uint8_t)(k * 7 + (k >> 8) * 13 + 0x21);
+}
+
+/* Byte @k of bulk message @seed: not periodic within 64 KiB, so that a
+ * page piece sent or placed at the wrong offset shows. */
+static uint8_t bulk_byte(unsigned int seed, size_t k)
+{
+	return (uint8_t)(msg_byte(k) + seed * 17);
+}
+
+static void fill_bulk(uint8_t *p, size_t len, unsigned int seed, size_t k0)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = bulk_byte(seed, k0 + i);
+}
+
+/* bulk: SGE @i of the gathered message, each from the last byte of a
+ * page, three pages apart. */
+static uint32_t bulk_gather_len(int i)
+{
+	return i < XS_B_SGES - 1 ? XS_B_PIECE_LEN :
+	       XS_BULK_LEN - (XS_B_SGES - 1) * XS_B_PIECE_LEN;
+}
+
+static uint32_t bulk_gather_off(int i)
+{
+	return XS_C_B_GATHER + (uint32_t)i * 3 * 4096 + 4095;
 }
 
 /* First offset where @got differs from @want, or -1. */
@@ -848,6 +915,100 @@ static void client_solicited(struct xs_client *c)
 	expect_no_wc(XS_SOLICITED, "client", c->cq);
 }
 
+/* The aligned and the gathered 64 KiB message in the client's buffer. */
+static void client_bulk_fill(struct xs_client *c, struct ibv_sge *one,
+			     struct ibv_sge *six)
+{
+	uint32_t k = 0;
+	int i;
+
+	fill_bulk(c->buf + XS_C_B_ALIGNED, XS_BULK_LEN, XS_SEED_BULK1, 0);
+	set_sge(one, c, XS_C_B_ALIGNED, XS_BULK_LEN);
+	for (i = 0; i < XS_B_SGES; i++) {
+		fill_bulk(c->buf + bulk_gather_off(i), bulk_gather_len(i),
+			  XS_SEED_BULK2, k);
+		set_sge(&six[i], c, bulk_gather_off(i), bulk_gather_len(i));
+		k += bulk_gather_len(i);
+	}
+}
+
+static void client_bulk_read(struct ibv_send_wr *wr, struct ibv_sge *sge,
+			     const struct xs_client *c, uint32_t sink,
+			     uint32_t src)
+{
+	set_sge(sge, c, sink, XS_BULK_LEN);
+	wr->opcode = IBV_WR_RDMA_READ;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->wr.rdma.remote_addr = c->peer.addr + src;
+	wr->wr.rdma.rkey = c->peer.rkey;
+}
+
+static void client_bulk(struct xs_client *c)
+{
+	static const struct xs_want want[] = {
+		{ "aligned 64 KiB SEND completes", 1, IBV_WC_SEND, -1 },
+		{ "gathered 64 KiB SEND completes", 2, IBV_WC_SEND, -1 },
+		{ "aligned 64 KiB WRITE completes", 3, IBV_WC_RDMA_WRITE, -1 },
+		{ "gathered 64 KiB WRITE completes", 4, IBV_WC_RDMA_WRITE, -1 },
+		{ "aligned 64 KiB READ completes", 5, IBV_WC_RDMA_READ, -1 },
+		{ "unaligned 64 KiB READ completes", 6, IBV_WC_RDMA_READ, -1 },
+		{ "8-byte SEND behind them completes", 7, IBV_WC_SEND, -1 },
+	};
+	struct ibv_sge one, six[XS_B_SGES], rd[2], sig;
+	uint8_t *want_rd = malloc(XS_BULK_LEN);
+	struct ibv_send_wr wr[7];
+	struct ibv_wc wc[7];
+	int i;
+
+	if (!want_rd) {
+		vt_fail("bulk: setup", "out of memory");
+		return;
+	}
+	client_bulk_fill(c, &one, six);
+	fill_pat(c->buf + XS_C_SMALL, XS_SIGNAL_LEN, XS_SEED_SIGNAL);
+	set_sge(&sig, c, XS_C_SMALL, XS_SIGNAL_LEN);
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < 7; i++) {
+		wr[i].wr_id = i + 1;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].opcode = IBV_WR_SEND;
+	}
+	wr[0].sg_list = &one;
+	wr[0].num_sge = 1;
+	wr[1].sg_list = six;
+	wr[1].num_sge = XS_B_SGES;
+	wr[2] = wr[0];
+	wr[3] = wr[1];
+	for (i = 2; i < 4; i++) {
+		wr[i].wr_id = i + 1;
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].wr.rdma.rkey = c->peer.rkey;
+	}
+	wr[2].wr.rdma.remote_addr = c->peer.addr + XS_B_WRITE1;
+	wr[3].wr.rdma.remote_addr = c->peer.addr + XS_B_WRITE2;
+	client_bulk_read(&wr[4], &rd[0], c, XS_C_B_READ1, XS_B_READ);
+	client_bulk_read(&wr[5], &rd[1], c, XS_C_B_READ2,
+			 XS_B_READ + XS_B_READ_UNAL);
+	wr[6].sg_list = &sig;
+	wr[6].num_sge = 1;
+	if (c->cap.max_send_sge < XS_B_SGES) {
+		vt_fail("bulk: setup", "max_send_sge %u < %d",
+			c->cap.max_send_sge, XS_B_SGES);
+	} else if (client_post(c, XS_BULK, wr, 7, "SENDs, WRITEs, READs") &&
+		   expect_wcs(XS_BULK, c->cq, want, 7, wc, 0)) {
+		fill_bulk(want_rd, XS_BULK_LEN, XS_SEED_BULK_READ, 0);
+		check_bytes("bulk: aligned READ sink holds the source",
+			    c->buf + XS_C_B_READ1, want_rd, XS_BULK_LEN);
+		fill_bulk(want_rd, XS_BULK_LEN, XS_SEED_BULK_READ,
+			  XS_B_READ_UNAL);
+		check_bytes("bulk: unaligned READ sink holds the source",
+			    c->buf + XS_C_B_READ2, want_rd, XS_BULK_LEN);
+	}
+	expect_no_wc(XS_BULK, "client", c->cq);
+	free(want_rd);
+}
+
 static void client_wait_disconnected(struct xs_client *c, int sc)
 {
 	struct rdma_cm_event *ev;
@@ -907,6 +1068,9 @@ static void client_scenario(struct xs_client *c, int sc, bool first)
 			break;
 		case XS_SOLICITED:
 			client_solicited(c);
+			break;
+		case XS_BULK:
+			client_bulk(c);
 			break;
 		}
 	}
@@ -996,7 +1160,8 @@ static int server_listen(struct xs_server *s, const char *host,
 		return -1;
 	}
 	s->mr = ibv_reg_mr(s->pd, s->buf, XS_SBUF_LEN,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ);
 	if (!s->mr) {
 		vt_fail("setup", "ibv_reg_mr: %s", strerror(errno));
 		return -1;
@@ -1127,6 +1292,25 @@ static int post_slot(struct xs_server *s, struct xs_conn *conn,
 	return post_recv(conn, wr_id, &sge, 1);
 }
 
+/* bulk: a one-SGE and a two-SGE receive of 64 KiB, then a slot. */
+static int server_post_bulk_recvs(struct xs_server *s, struct xs_conn *conn)
+{
+	struct ibv_sge sge[2] = {
+		{ (uintptr_t)(s->buf + XS_B_RECV1), XS_BULK_LEN, s->mr->lkey },
+		{ (uintptr_t)(s->buf + XS_B_RECV2), XS_B_RECV2_A, s->mr->lkey },
+	};
+	int rv;
+
+	rv = post_recv(conn, 1, sge, 1);
+	if (rv)
+		return rv;
+	sge[0] = sge[1];
+	sge[1].addr += XS_B_RECV2_A + XS_B_RECV2_GAP;
+	sge[1].length = XS_B_RECV2_B;
+	rv = post_recv(conn, 2, sge, 2);
+	return rv ? rv : post_slot(s, conn, 3, 0);
+}
+
 /* The receives of scenario conn->sc, posted before rdma_accept. */
 static int server_post_recvs(struct xs_server *s, struct xs_conn *conn)
 {
@@ -1159,6 +1343,9 @@ static int server_post_recvs(struct xs_server *s, struct xs_conn *conn)
 		rv = post_slot(s, conn, 1, 0);
 		if (!rv)
 			rv = post_slot(s, conn, 2, 1);
+		break;
+	case XS_BULK:
+		rv = server_post_bulk_recvs(s, conn);
 		break;
 	}
 	return rv;
@@ -1193,6 +1380,10 @@ static int server_accept(struct xs_server *s, struct xs_conn *conn)
 	const char *step;
 	int rv;
 
+	if (conn->sc == XS_BULK) {
+		offer.addr = htobe64((uintptr_t)(s->buf + XS_B_TARGET));
+		offer.len = htobe32(XS_B_TARGET_LEN);
+	}
 	if (conn->sc == XS_SOLICITED) {
 		step = "ibv_create_comp_channel";
 		conn->cc = ibv_create_comp_channel(s->verbs);
@@ -1325,6 +1516,36 @@ static void server_inline(struct xs_server *s, struct xs_conn *conn)
 	expect_no_wc(XS_INLINE, "server", conn->cq);
 }
 
+static void server_bulk(struct xs_server *s, struct xs_conn *conn)
+{
+	static const struct xs_want want[] = {
+		{ "server RECV of the aligned SEND: 64 KiB", 1, IBV_WC_RECV,
+		  XS_BULK_LEN },
+		{ "server RECV of the gathered SEND: 64 KiB", 2, IBV_WC_RECV,
+		  XS_BULK_LEN },
+		{ "server RECV of the 8-byte SEND", 3, IBV_WC_RECV,
+		  XS_SIGNAL_LEN },
+	};
+	uint8_t *t = s->want + XS_B_TARGET;
+	struct ibv_wc wc[3];
+
+	if (!expect_wcs(XS_BULK, conn->cq, want, 3, wc, 0))
+		return;
+	fill_bulk(s->want + XS_B_RECV1, XS_BULK_LEN, XS_SEED_BULK1, 0);
+	fill_bulk(s->want + XS_B_RECV2, XS_B_RECV2_A, XS_SEED_BULK2, 0);
+	fill_bulk(s->want + XS_B_RECV2 + XS_B_RECV2_A + XS_B_RECV2_GAP,
+		  XS_BULK_LEN - XS_B_RECV2_A, XS_SEED_BULK2, XS_B_RECV2_A);
+	fill_bulk(t + XS_B_WRITE1, XS_BULK_LEN, XS_SEED_BULK1, 0);
+	fill_bulk(t + XS_B_WRITE2, XS_BULK_LEN, XS_SEED_BULK2, 0);
+	server_check_region(s, XS_BULK, "receives, WRITE targets and READ "
+			    "source hold exactly what was sent", XS_B_BASE,
+			    XS_SBUF_LEN - XS_B_BASE);
+	fill_pat(slot(s->want, 0), XS_SIGNAL_LEN, XS_SEED_SIGNAL);
+	server_check_region(s, XS_BULK, "slot of the 8-byte SEND holds it",
+			    XS_S_SLOTS, XS_SLOT_LEN);
+	expect_no_wc(XS_BULK, "server", conn->cq);
+}
+
 /* Wait for a completion event on conn->cc until @deadline; 0 or -errno. */
 static int wait_cq_event(struct xs_conn *conn, long long deadline)
 {
@@ -1401,6 +1622,13 @@ static void server_conn(struct xs_server *s, struct xs_conn *conn)
 
 	memset(s->buf, XS_S_FILL, XS_SBUF_LEN);
 	memset(s->want, XS_S_FILL, XS_SBUF_LEN);
+	if (sc == XS_BULK) {
+		/* what the client READs, aligned and from offset 7 */
+		fill_bulk(s->buf + XS_B_TARGET + XS_B_READ, XS_BULK_LEN + 64,
+			  XS_SEED_BULK_READ, 0);
+		memcpy(s->want + XS_B_TARGET + XS_B_READ,
+		       s->buf + XS_B_TARGET + XS_B_READ, XS_BULK_LEN + 64);
+	}
 	snprintf(name, sizeof(name), "%s: server accept", xs_names[sc]);
 	if (server_accept(s, conn)) {
 		vt_fail(name, "%s", conn->why);
@@ -1428,6 +1656,9 @@ static void server_conn(struct xs_server *s, struct xs_conn *conn)
 		break;
 	case XS_SOLICITED:
 		server_solicited(s, conn);
+		break;
+	case XS_BULK:
+		server_bulk(s, conn);
 		break;
 	}
 	snprintf(name, sizeof(name), "%s: server DISCONNECTED", xs_names[sc]);

@@ -290,6 +290,110 @@ static void test_wc_status(void)
 	CHECK_EQ(status_of(0xf, 0xf, 0xff), VIW_CQE_GENERAL_ERR);
 }
 
+static struct viw_term_cause tagged(u8 layer, u8 etype, u8 ecode, u64 to,
+				    u32 len, bool rdmap)
+{
+	struct viw_term_cause c = { layer, etype, ecode };
+
+	viw_term_tagged_cause(&c, to, len, rdmap);
+	return c;
+}
+
+#define CHECK_CAUSE(c, l, t, e)						\
+	do {								\
+		CHECK_EQ((c).layer, l);					\
+		CHECK_EQ((c).etype, t);					\
+		CHECK_EQ((c).ecode, e);					\
+	} while (0)
+
+/* A WRITE or Read Response refused by DDP keeps DDP's codes. */
+static void test_tagged_ddp(void)
+{
+	struct viw_term_cause c;
+	int code;
+
+	for (code = 0; code <= 4; code++) {
+		c = tagged(VIW_TERM_DDP, VIW_DDP_ET_TAGGED, (u8)code, 0x1000,
+			   64, false);
+		CHECK_CAUSE(c, VIW_TERM_DDP, VIW_DDP_ET_TAGGED, code);
+	}
+	/* the last byte at 2^64 - 1 does not wrap; one more does */
+	c = tagged(VIW_TERM_DDP, VIW_DDP_ET_TAGGED, VIW_DDP_EC_T_BASE_BOUNDS,
+		   ~0ULL - 63, 64, false);
+	CHECK_CAUSE(c, VIW_TERM_DDP, VIW_DDP_ET_TAGGED,
+		    VIW_DDP_EC_T_BASE_BOUNDS);
+	c = tagged(VIW_TERM_DDP, VIW_DDP_ET_TAGGED, VIW_DDP_EC_T_BASE_BOUNDS,
+		   ~0ULL - 62, 64, false);
+	CHECK_CAUSE(c, VIW_TERM_DDP, VIW_DDP_ET_TAGGED, VIW_DDP_EC_T_TO_WRAP);
+	c = tagged(VIW_TERM_DDP, VIW_DDP_ET_TAGGED, VIW_DDP_EC_T_BASE_BOUNDS,
+		   ~0ULL, 0xffffffffU, false);
+	CHECK_CAUSE(c, VIW_TERM_DDP, VIW_DDP_ET_TAGGED, VIW_DDP_EC_T_TO_WRAP);
+	c = tagged(VIW_TERM_DDP, VIW_DDP_ET_TAGGED, VIW_DDP_EC_T_BASE_BOUNDS,
+		   ~0ULL, 0, false);
+	CHECK_CAUSE(c, VIW_TERM_DDP, VIW_DDP_ET_TAGGED,
+		    VIW_DDP_EC_T_BASE_BOUNDS);
+	/* an STag check that failed first is not hidden by the wrap */
+	c = tagged(VIW_TERM_DDP, VIW_DDP_ET_TAGGED, VIW_DDP_EC_T_INVALID_STAG,
+		   ~0ULL, 64, false);
+	CHECK_CAUSE(c, VIW_TERM_DDP, VIW_DDP_ET_TAGGED,
+		    VIW_DDP_EC_T_INVALID_STAG);
+	c = tagged(VIW_TERM_DDP, VIW_DDP_ET_TAGGED, VIW_DDP_EC_T_STAG_NOT_ASSOC,
+		   ~0ULL, 64, false);
+	CHECK_CAUSE(c, VIW_TERM_DDP, VIW_DDP_ET_TAGGED,
+		    VIW_DDP_EC_T_STAG_NOT_ASSOC);
+	/* access rights are RDMAP's already */
+	c = tagged(VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_PROT,
+		   VIW_RDMAP_EC_ACCESS, ~0ULL, 64, false);
+	CHECK_CAUSE(c, VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_PROT,
+		    VIW_RDMAP_EC_ACCESS);
+}
+
+/* The source of a Read Request is checked by RDMAP, with RDMAP's codes. */
+static void test_tagged_rdmap(void)
+{
+	static const u8 want[] = {
+		[VIW_DDP_EC_T_INVALID_STAG] = 0x00,
+		[VIW_DDP_EC_T_BASE_BOUNDS] = 0x01,
+		[VIW_DDP_EC_T_STAG_NOT_ASSOC] = 0x03,
+		[VIW_DDP_EC_T_TO_WRAP] = 0x04,
+		[VIW_DDP_EC_T_VERSION] = 0xff,
+	};
+	struct viw_term_cause c;
+	int code;
+
+	for (code = 0; code <= 4; code++) {
+		c = tagged(VIW_TERM_DDP, VIW_DDP_ET_TAGGED, (u8)code, 0x1000,
+			   64, true);
+		CHECK_CAUSE(c, VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_PROT,
+			    want[code]);
+	}
+	CHECK_EQ(VIW_RDMAP_EC_STAG_NOT_ASSOC, 0x03);
+	CHECK_EQ(VIW_RDMAP_EC_TO_WRAP, 0x04);
+	c = tagged(VIW_TERM_DDP, VIW_DDP_ET_TAGGED, VIW_DDP_EC_T_BASE_BOUNDS,
+		   ~0ULL - 15, 17, true);
+	CHECK_CAUSE(c, VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_PROT,
+		    VIW_RDMAP_EC_TO_WRAP);
+	c = tagged(VIW_TERM_DDP, VIW_DDP_ET_TAGGED, VIW_DDP_EC_T_BASE_BOUNDS,
+		   ~0ULL - 15, 16, true);
+	CHECK_CAUSE(c, VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_PROT,
+		    VIW_RDMAP_EC_BASE_BOUNDS);
+	c = tagged(VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_PROT,
+		   VIW_RDMAP_EC_ACCESS, 0, 64, true);
+	CHECK_CAUSE(c, VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_PROT,
+		    VIW_RDMAP_EC_ACCESS);
+	/* not a tagged buffer error: left alone */
+	c = tagged(VIW_TERM_DDP, VIW_DDP_ET_UNTAGGED,
+		   VIW_DDP_EC_UT_INVALID_MSN_RANGE, ~0ULL, 64, true);
+	CHECK_CAUSE(c, VIW_TERM_DDP, VIW_DDP_ET_UNTAGGED,
+		    VIW_DDP_EC_UT_INVALID_MSN_RANGE);
+	/* a refused READ source is a remote access error for the requester */
+	for (code = 0; code <= 4; code++) {
+		c = tagged(VIW_TERM_DDP, VIW_DDP_ET_TAGGED, (u8)code, 0, 1,
+			   true);
+		CHECK_EQ(viw_term_to_wc_status(&c), VIW_CQE_REM_ACCESS_ERR);
+	}
+}
+
 int main(void)
 {
 	RUN(test_round_trips);
@@ -298,5 +402,7 @@ int main(void)
 	RUN(test_siw_quirks);
 	RUN(test_encode_errors);
 	RUN(test_wc_status);
+	RUN(test_tagged_ddp);
+	RUN(test_tagged_rdmap);
 	return wire_done("wire.term");
 }
