@@ -37,6 +37,7 @@
 #define VIW_MAX_IRD		32
 #define VIW_MAX_SGE_RD		1	/* a Read Response fills one sink */
 #define VIW_MAX_MR_SIZE		(1ULL << 40)
+#define VIW_MAX_FR_PAGES	256	/* reported only: see viw_query_device */
 #define VIW_VENDOR_ID		0x766977	/* "viw" */
 #define VIW_GID_TBL_LEN		16		/* layout: viw_gid.c */
 /*
@@ -281,6 +282,7 @@ struct viw_qp_conn {
 	u8 ord;
 	u8 ird;
 	u8 rtr_expect;			/* passive p2p: RTR type (VIW_RTR_*) */
+	u8 rtr_send;			/* active p2p: RTR type to send first */
 };
 
 struct viw_cep;
@@ -328,6 +330,7 @@ struct viw_qp {
 	bool sq_sig_all;
 
 	refcount_t ref;			/* iw_cm and the data path */
+	atomic_t iw_handover;		/* refs iw_get_qp took for iw_add_ref */
 	struct completion released;
 
 	/* The connection, from RTS on (viw_qp_connect). */
@@ -555,6 +558,7 @@ int viw_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		 struct ib_qp_init_attr *init_attr);
 int viw_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 void viw_qp_enter_error(struct viw_qp *qp);
+void viw_qp_conn_lost(struct viw_qp *qp);
 void viw_qp_get(struct viw_qp *qp);
 void viw_qp_put(struct viw_qp *qp);
 struct viw_qp *viw_qp_lookup(struct viw_device *vdev, u32 qpn);
@@ -570,6 +574,8 @@ void viw_qp_fail(struct viw_qp *qp, const struct viw_term_cause *cause);
 void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause);
 bool viw_qp_term_sent(struct viw_qp *qp);
 bool viw_qp_direct_error(struct viw_qp *qp);
+void viw_qp_rtr_received(struct viw_qp *qp);
+bool viw_qp_rx_open(struct viw_qp *qp);
 void viw_device_link_down(struct viw_device *vdev);
 
 /* viw_tx.c */
@@ -607,6 +613,8 @@ int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge);
 void viw_wq_free(struct viw_wq *wq);
 void viw_sq_flush(struct viw_qp *qp);
 void viw_rq_flush(struct viw_qp *qp);
+void viw_sq_discard(struct viw_qp *qp);
+void viw_rq_discard(struct viw_qp *qp);
 void viw_wq_set_kflags(struct viw_wq *wq, u32 kflags);
 struct viw_sqe *viw_sq_take(struct viw_qp *qp);
 void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status);

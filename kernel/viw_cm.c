@@ -449,7 +449,7 @@ static void viw_cep_close(struct viw_cep *cep, int status, bool abort)
 	if (cep->qp && cep->direct && was_up)
 		viw_direct_lost(cep->qp);
 	if (cep->qp)
-		viw_qp_enter_error(cep->qp);
+		viw_qp_conn_lost(cep->qp);
 	viw_cep_shutdown_socket(cep, abort);
 	viw_cep_drop_qp(cep);
 	viw_cep_release_socket(cep, abort);
@@ -623,21 +623,15 @@ static void viw_cep_reply_received(struct viw_cep *cep)
 	conn.mulpdu = viw_cep_mulpdu(cep);
 	conn.ord = cep->rep.enhanced ? min(cep->ord, cep->rep.ird) : cep->ord;
 	conn.ird = cep->ird;
+	/* viw_qp_connect sends the RTR before any WQE can go */
+	if (cep->rep.enhanced && cep->rep.p2p)
+		conn.rtr_send = cep->rep.rtr;
 	rv = viw_qp_connect(cep->qp, cep, cep->sock, &conn);
 	if (rv) {
 		viw_cep_connect_failed(cep, rv);
 		return;
 	}
 	viw_cep_attach_qp(cep);
-	if (cep->rep.enhanced && cep->rep.p2p) {
-		rv = viw_tx_send_rtr(cep->qp, cep->rep.rtr);
-		if (rv) {
-			viw_cep_shutdown_socket(cep, true);
-			viw_qp_disconnect(cep->qp);
-			viw_cep_connect_failed(cep, rv);
-			return;
-		}
-	}
 	viw_cep_cancel_timer(cep);
 	cep->state = VIW_CEP_ESTABLISHED;
 	viw_cm_upcall(cep, IW_CM_EVENT_CONNECT_REPLY, 0);

@@ -40,6 +40,18 @@ int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->max_srq_sge = VIW_MAX_SGE;
 	attr->max_pkeys = 1;
 	attr->atomic_cap = IB_ATOMIC_NONE;
+	/*
+	 * viw has no fast registration yet, so IB_DEVICE_MEM_MGT_EXTENSIONS
+	 * stays clear and the ULPs that need it refuse the device (rpcrdma's
+	 * frwr_query_device, nvme-rdma, srp, iser).  The page-list length is
+	 * non-zero all the same: the rw API takes every iWARP device for one
+	 * that registers memory and divides by it (rdma_rw_mr_factor, from
+	 * svc_rdma_accept, isert, nvmet-rdma; rtrs-srv divides too), which
+	 * with 0 is a divide error a remote peer triggers.  With this value
+	 * those ULPs get as far as their first kernel PD, which viw refuses
+	 * with -EOPNOTSUPP (viw_alloc_pd), and drop the connection cleanly.
+	 */
+	attr->max_fast_reg_page_list_len = VIW_MAX_FR_PAGES;
 	/* IBK_ALLOW_USER_UNREG: "rdma link delete" may remove the device. */
 	attr->kernel_cap_flags = IBK_LOCAL_DMA_LKEY | IBK_ALLOW_USER_UNREG;
 	return 0;

@@ -126,6 +126,7 @@ int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	qp->max_inline = VIW_MAX_INLINE;
 	mutex_init(&qp->state_lock);
 	refcount_set(&qp->ref, 1);
+	atomic_set(&qp->iw_handover, 0);
 	init_completion(&qp->released);
 	spin_lock_init(&qp->rd_lock);
 	spin_lock_init(&qp->rq.lock);
@@ -140,7 +141,12 @@ int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	rv = viw_qp_alloc_queues(qp, attr, udata, &uresp);
 	if (rv)
 		goto err_count;
-	rv = xa_alloc_cyclic(&vdev->qp_xa, &id, qp, XA_LIMIT(1, VIW_MAX_QP_ID),
+	/*
+	 * Reserve the number only: lookups (iw_get_qp, connect, accept) must
+	 * not find the QP before the last failure point below, or a failed
+	 * create would free a QP that another thread holds.
+	 */
+	rv = xa_alloc_cyclic(&vdev->qp_xa, &id, NULL, XA_LIMIT(1, VIW_MAX_QP_ID),
 			     &vdev->next_qp_id, GFP_KERNEL);
 	if (rv < 0)
 		goto err_queues;
@@ -153,6 +159,8 @@ int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	rv = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
 	if (rv)
 		goto err_id;
+	/* The slot exists: storing into it allocates nothing and cannot fail. */
+	WARN_ON_ONCE(xa_is_err(xa_store(&vdev->qp_xa, id, qp, GFP_KERNEL)));
 	return 0;
 
 err_id:
@@ -216,11 +224,41 @@ void viw_qp_enter_error(struct viw_qp *qp)
 	mutex_unlock(&qp->state_lock);
 }
 
+/* Connected, or in one of the states a connection leaves behind. */
+static bool viw_qp_state_connected(enum ib_qp_state state)
+{
+	return state == IB_QPS_RTS || state == IB_QPS_SQD ||
+	       state == IB_QPS_SQE;
+}
+
+/**
+ * viw_qp_conn_lost - the QP's connection ended or is being torn down
+ * @qp: the QP
+ *
+ * A QP that still uses the connection goes to ERROR.  One the consumer
+ * moved to RESET (and maybe on to INIT or RTR) meanwhile stays where it
+ * is: its work queues were emptied then, and it is not connected any more.
+ */
+void viw_qp_conn_lost(struct viw_qp *qp)
+{
+	mutex_lock(&qp->state_lock);
+	if (viw_qp_state_connected(qp->state))
+		viw_qp_error_locked(qp);
+	mutex_unlock(&qp->state_lock);
+}
+
 static bool viw_qp_transition_ok(enum ib_qp_state cur, enum ib_qp_state next)
 {
 	if (next == IB_QPS_ERR || next == IB_QPS_RESET)
 		return true;
 	switch (cur) {
+	case IB_QPS_ERR:
+		/*
+		 * librdmacm's rdma_disconnect() moves an iWARP QP to SQD
+		 * (CLOSING) before it disconnects.  After an error there is
+		 * no connection left to close: accept it and stay in ERROR.
+		 */
+		return next == IB_QPS_SQD;
 	case IB_QPS_RESET:
 		return next == IB_QPS_INIT;
 	case IB_QPS_INIT:
@@ -266,6 +304,24 @@ static int viw_qp_check_attr(struct viw_qp *qp, struct ib_qp_attr *attr,
 	return 0;
 }
 
+/*
+ * Any state -> RESET (IB spec 1.4, 10.3.1): the work queues are emptied
+ * without completions.  A connection still attached is aborted (the peer
+ * sees a reset, the consumer CLOSE with -ECONNRESET); from here on the
+ * transmit engine takes nothing and the receive engine places nothing.
+ */
+static void viw_qp_reset_locked(struct viw_qp *qp)
+{
+	WRITE_ONCE(qp->state, IB_QPS_RESET);
+	viw_qp_set_kflags(qp, 0);
+	/* As in viw_qp_error_locked: a WQE posted meanwhile is discarded. */
+	smp_mb();
+	viw_sq_discard(qp);
+	viw_rq_discard(qp);
+	if (qp->cep)
+		viw_cep_post_event(qp->cep, VIW_CEP_EV_ABORT);
+}
+
 static void viw_qp_set_state_locked(struct viw_qp *qp, enum ib_qp_state next)
 {
 	if (next == IB_QPS_ERR) {
@@ -273,8 +329,13 @@ static void viw_qp_set_state_locked(struct viw_qp *qp, enum ib_qp_state next)
 			viw_qp_error_locked(qp);
 		return;
 	}
-	if (next == IB_QPS_RESET)
-		viw_qp_set_kflags(qp, 0);
+	if (next == IB_QPS_RESET) {
+		viw_qp_reset_locked(qp);
+		return;
+	}
+	/* ERROR -> SQD: nothing to close (see viw_qp_transition_ok). */
+	if (qp->state == IB_QPS_ERR)
+		return;
 	/* SQD is the RDMAC CLOSING state: a graceful close of the stream. */
 	if (next == IB_QPS_SQD && qp->state == IB_QPS_RTS && qp->cep)
 		viw_cep_post_event(qp->cep, VIW_CEP_EV_CLOSE);
@@ -343,10 +404,9 @@ int viw_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->ord = attr->max_rd_atomic;
 	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) && !qp->direct)
 		qp->ird = attr->max_dest_rd_atomic;
-	/* RESET ends a modify_qp connection as ERROR does, flushing first. */
-	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RESET &&
-	    qp->direct && qp->state != IB_QPS_ERR)
-		viw_qp_error_locked(qp);
+	/* RESET also ends a modify_qp connection still being made. */
+	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RESET)
+		viw_direct_qp_error(qp);
 	if (mask & IB_QP_STATE)
 		viw_qp_set_state_locked(qp, attr->qp_state);
 	start = qp->direct && qp->state == IB_QPS_RTR && !qp->direct_started;
@@ -478,10 +538,20 @@ struct viw_qp *viw_qp_lookup(struct viw_device *vdev, u32 qpn)
 /*
  * iw_cm holds the QP with these from connect/accept until the CLOSE (or a
  * failed CONNECT_REPLY) and destroy_qp waits for them.
+ *
+ * iw_cm_connect() and iw_cm_accept() call iw_get_qp and then, on success,
+ * iw_add_ref at once.  Between the two the QP must not be freed, so
+ * iw_get_qp keeps the reference its lookup took and iw_add_ref takes that
+ * one over instead of taking a new one.  The counts are interchangeable:
+ * as long as every successful iw_get_qp is followed by one iw_add_ref, it
+ * does not matter which iw_add_ref consumes which handover.
  */
 void viw_iw_add_ref(struct ib_qp *ibqp)
 {
-	viw_qp_get(to_viw_qp(ibqp));
+	struct viw_qp *qp = to_viw_qp(ibqp);
+
+	if (atomic_dec_if_positive(&qp->iw_handover) < 0)
+		viw_qp_get(qp);
 }
 
 void viw_iw_rem_ref(struct ib_qp *ibqp)
@@ -513,8 +583,8 @@ struct ib_qp *viw_iw_get_qp(struct ib_device *ibdev, int qpn)
 		viw_qp_put(qp);
 		return NULL;
 	}
-	/* The caller takes its own reference with iw_add_ref. */
-	viw_qp_put(qp);
+	/* Referenced until iw_add_ref takes the reference over. */
+	atomic_inc(&qp->iw_handover);
 	return &qp->ibqp;
 }
 
@@ -570,6 +640,22 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 	qp->rx.msn_rreq = 1;
 	qp->term_pending = false;
 	qp->term_sent = false;
+	/*
+	 * RFC 6581, 3: the initiator's RTR is its first FPDU.  Send it
+	 * while the QP is not yet in RTS, so that neither a doorbell nor a
+	 * kick can start the transmit engine first.  The socket has only
+	 * carried the MPA request, so the few bytes fit in its buffer.
+	 */
+	if (conn->rtr_send) {
+		rv = viw_tx_send_rtr(qp, conn->rtr_send);
+		if (rv) {
+			viw_rd_reset(qp);
+			qp->sock = NULL;
+			qp->cep = NULL;
+			viw_cep_put(cep);
+			goto out;
+		}
+	}
 	reinit_completion(&qp->term_done);
 	viw_qp_set_kflags(qp, 0);
 	/* modify_qp alone moves a modify_qp connection's QP. */
@@ -593,7 +679,7 @@ void viw_qp_disconnect(struct viw_qp *qp)
 {
 	struct viw_cep *cep;
 
-	viw_qp_enter_error(qp);
+	viw_qp_conn_lost(qp);
 	cancel_work_sync(&qp->err_work);
 	mutex_lock(&qp->tx_lock);
 	qp->sock = NULL;
@@ -741,6 +827,32 @@ bool viw_qp_term_sent(struct viw_qp *qp)
 	return READ_ONCE(qp->term_sent);
 }
 
+/*
+ * Passive peer-to-peer connection: the initiator's RTR arrived (receive
+ * engine).  RFC 6581, 3: the responder sends nothing before it, so the
+ * transmit engine waited; start it now.
+ */
+void viw_qp_rtr_received(struct viw_qp *qp)
+{
+	WRITE_ONCE(qp->rtr_expected, 0);
+	viw_cep_post_event(qp->cep, VIW_CEP_EV_RTR);
+	viw_tx_kick(qp);
+}
+
+/*
+ * RX takes nothing while the consumer has the QP back (RESET, INIT, RTR),
+ * except for a modify_qp connection, which may come up in RTR: an RTR QP
+ * receives (viw_direct.c).
+ */
+bool viw_qp_rx_open(struct viw_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	if (state == IB_QPS_RTR && READ_ONCE(qp->direct))
+		return true;
+	return viw_qp_state_connected(state) || state == IB_QPS_ERR;
+}
+
 /* The first live QP at or after *@index, referenced; NULL at the end. */
 static struct viw_qp *viw_qp_next(struct viw_device *vdev,
 				  unsigned long *index)
@@ -770,7 +882,7 @@ void viw_device_link_down(struct viw_device *vdev)
 
 	while ((qp = viw_qp_next(vdev, &index))) {
 		if (READ_ONCE(qp->cep))
-			viw_qp_enter_error(qp);
+			viw_qp_conn_lost(qp);
 		viw_qp_put(qp);
 		index++;
 	}

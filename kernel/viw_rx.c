@@ -483,8 +483,7 @@ static void viw_rx_end_segment(struct viw_qp *qp)
 		rx->mr = NULL;
 	}
 	if (qp->rtr_expected) {
-		qp->rtr_expected = 0;
-		viw_cep_post_event(qp->cep, VIW_CEP_EV_RTR);
+		viw_qp_rtr_received(qp);
 		return;
 	}
 	switch (rx->ddp.opcode) {
@@ -578,7 +577,8 @@ void viw_rx_data_ready(struct sock *sk)
 
 	read_lock(&sk->sk_callback_lock);
 	cep = sk->sk_user_data;
-	if (cep && cep->qp) {
+	/* A QP moved to RESET places nothing until its socket is gone. */
+	if (cep && cep->qp && viw_qp_rx_open(cep->qp)) {
 		desc.arg.data = cep->qp;
 		tcp_read_sock(sk, &desc, viw_rx_actor);
 	}

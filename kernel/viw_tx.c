@@ -474,6 +474,9 @@ static int viw_tx_step(struct viw_qp *qp)
 
 	if (READ_ONCE(qp->state) != IB_QPS_RTS || !qp->sock)
 		return 0;
+	/* RFC 6581, 3: a responder sends nothing before the RTR arrived. */
+	if (READ_ONCE(qp->rtr_expected))
+		return 0;
 	/* Answer the peer's READs between our messages. */
 	if (!qp->tx.active) {
 		rv = viw_tx_read_resp(qp);

@@ -262,7 +262,10 @@ static u32 viw_wq_flush_locked(struct viw_qp *qp, struct viw_wq *wq,
 				break;
 		}
 		status = *viw_wq_status(wq, wq->done);
-		if (is_sq) {
+		if (!cq) {
+			/* RESET: emptied without completions */
+			viw_wq_retire(wq);
+		} else if (is_sq) {
 			if (status == VIW_WQE_PENDING)
 				status = VIW_CQE_WR_FLUSH_ERR;
 			viw_sq_report(qp, status);
@@ -318,6 +321,19 @@ void viw_rq_flush(struct viw_qp *qp)
 	if (qp->srq)
 		return;
 	viw_wq_flush(qp, &qp->rq, qp->rcq, false);
+}
+
+/* Empty the queues without completions (modify_qp to RESET). */
+void viw_sq_discard(struct viw_qp *qp)
+{
+	viw_wq_flush(qp, &qp->sq, NULL, true);
+}
+
+void viw_rq_discard(struct viw_qp *qp)
+{
+	if (qp->srq)
+		return;
+	viw_wq_flush(qp, &qp->rq, NULL, false);
 }
 
 /* Returns VIW_CQE_SUCCESS or the status the RQE must complete with. */

@@ -52,6 +52,26 @@
  *                    namespace (and kills the server): the client gets
  *                    DEVICE_REMOVAL (at most one DISCONNECTED before it),
  *                    tears everything down and exits.
+ *   error-disconnect the client moves its connected QP to ERR and then
+ *                    calls rdma_disconnect (librdmacm first moves the QP
+ *                    to SQD): it returns 0; each side gets exactly one
+ *                    DISCONNECTED.
+ *   reset            the server moves its QP from RTS to RESET as soon as
+ *                    it is ESTABLISHED: modify_qp returns 0, its posted
+ *                    receives are discarded without completions, it gets
+ *                    exactly one DISCONNECTED and the QP stays in RESET.
+ *                    The client WRITEs into the server's buffer 1.5 s
+ *                    later: the WRITE does not succeed and the server's
+ *                    buffer is unchanged.
+ *   early-post       both sides post 8 receives and 8 SENDs before
+ *                    rdma_connect / rdma_accept (run with MPA peer-to-peer
+ *                    mode, where the initiator's RTR must be the first
+ *                    FPDU): all 16 complete successfully on each side.
+ *   early-post-raw   either side posts 8 SENDs (no receives) before
+ *                    rdma_connect / rdma_accept, against a raw MPA peer
+ *                    that checks the order of the FPDUs (the initiator's
+ *                    RTR first; nothing from the responder before it):
+ *                    all 8 complete successfully.
  *
  * "PASS name" / "FAIL name: detail" per check, "INFO" lines, and a final
  * "N passed, N failed"; exit 0 only if all passed.  Every wait has a
@@ -1227,11 +1247,199 @@ static void sc_ns_delete(struct conn *c, bool server)
 	vt_check(t < 5000, "ns-delete client teardown", "took %lld ms", t);
 }
 
+/* 12: rdma_disconnect after modify_qp(ERR): the ERR -> SQD move is a no-op. */
+static void sc_error_disconnect(struct conn *c, bool server)
+{
+	int rv;
+
+	if (server) {
+		if (!server_connect(c, 4, 500, 0))
+			return;
+		wait_disconnected(c, 10000, "server DISCONNECTED");
+		check_after_close(c, 4, 500, 0, 0);
+		check_quiet_and_seq(c, SM_QUIET_MS, SERVER_SEQ);
+		return;
+	}
+	if (!client_connect(c, 4, 500))
+		return;
+	if (modify_err(c->id->qp)) {
+		vt_fail("client modify_qp(ERR)", "%s", strerror(errno));
+		return;
+	}
+	rv = rdma_disconnect(c->id);
+	vt_check(!rv, "client rdma_disconnect after modify_qp(ERR) returns 0",
+		 "returned %d (%s)", rv, strerror(rv > 0 ? rv : errno));
+	check_qp_state("client QP in ERR after rdma_disconnect", c->id->qp,
+		       IBV_QPS_ERR);
+	wait_disconnected(c, 10000, "client DISCONNECTED");
+	check_after_close(c, 4, 500, 0, 0);
+	check_quiet_and_seq(c, SM_QUIET_MS, CLIENT_SEQ);
+}
+
+static int modify_reset(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RESET };
+
+	return ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+}
+
+/* The first of @len bytes of @p that is not @byte, or -1. */
+static long first_not(const uint8_t *p, size_t len, uint8_t byte)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != byte)
+			return (long)i;
+	return -1;
+}
+
+static void sc_reset_server(struct conn *c)
+{
+	struct ibv_wc wc[8];
+	long long wait;
+	long bad;
+	int n;
+
+	if (!server_connect(c, 4, 500, 1500))
+		return;
+	vt_check(!modify_reset(c->id->qp), "server modify_qp(RTS -> RESET)",
+		 "%s", strerror(errno));
+	check_qp_state("server QP in RESET", c->id->qp, IBV_QPS_RESET);
+	wait_disconnected(c, 5000, "server DISCONNECTED after RESET");
+	n = vt_poll_cq_until(c->cq, wc, 8, vt_deadline_in(500));
+	vt_check(n == 0, "receives discarded without completions",
+		 "%d completions, first %s", n,
+		 n > 0 ? ibv_wc_status_str(wc[0].status) : "");
+	/* The client writes 1.5 s after the accept; give it time. */
+	wait = c->sync_real - real_ms() + 1500;
+	if (wait > 0 && wait < 5000)
+		usleep(wait * 1000);
+	bad = first_not(c->buf, SM_BUF_LEN, 0x5a);
+	vt_check(bad < 0, "no WRITE placed after RESET",
+		 "buffer changed at byte %ld (0x%02x)", bad,
+		 bad < 0 ? 0 : c->buf[bad]);
+	check_qp_state("server QP still in RESET after the close", c->id->qp,
+		       IBV_QPS_RESET);
+	check_quiet_and_seq(c, SM_QUIET_MS, SERVER_SEQ);
+}
+
+/* 13: RTS -> RESET aborts the connection; the peer's WRITEs go nowhere. */
+static void sc_reset(struct conn *c, bool server)
+{
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = {
+		.wr_id = 77, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct ibv_wc wc;
+	long long wait;
+	int n;
+
+	if (server) {
+		sc_reset_server(c);
+		return;
+	}
+	if (!client_connect(c, 0, 0))
+		return;
+	wait = c->sync_real - real_ms();
+	if (wait > 0 && wait < 5000)
+		usleep(wait * 1000);
+	memset(c->buf, 0xa5, 4096);
+	sge = (struct ibv_sge){ .addr = (uintptr_t)c->buf, .length = 4096,
+				.lkey = c->mr->lkey };
+	wr.wr.rdma.remote_addr = c->peer_addr;
+	wr.wr.rdma.rkey = c->peer_rkey;
+	if (ibv_post_send(c->id->qp, &wr, &bad)) {
+		vt_fail("client post WRITE", "%s", strerror(errno));
+		return;
+	}
+	n = vt_poll_cq_until(c->cq, &wc, 1, vt_deadline_in(5000));
+	vt_check(n == 1 && wc.status != IBV_WC_SUCCESS,
+		 "client WRITE after the peer's RESET does not succeed",
+		 "%d completions%s%s", n, n ? ", status " : "",
+		 n ? ibv_wc_status_str(wc.status) : "");
+	wait_disconnected(c, 5000, "client DISCONNECTED");
+	check_quiet_and_seq(c, SM_QUIET_MS, CLIENT_SEQ);
+}
+
+/* Poll @n completions within 5 s; all must be successful. */
+static void check_all_ok(struct conn *c, int n, const char *name)
+{
+	struct ibv_wc wc[32];
+	int got = vt_poll_cq_until(c->cq, wc, n, vt_deadline_in(5000)), i;
+
+	for (i = 0; i < got; i++)
+		if (wc[i].status != IBV_WC_SUCCESS)
+			break;
+	vt_check(got == n && i == got, name,
+		 "%d of %d completions, completion %d: %s", got, n, i,
+		 i < got ? ibv_wc_status_str(wc[i].status) : "-");
+}
+
+/*
+ * 14: WQEs posted before the connection is up wait for it and, in
+ * peer-to-peer mode, for the RTR (RFC 6581, 3).  @nrecv receives and 8
+ * SENDs are posted first.
+ */
+static void sc_early_post(struct conn *c, bool server, int nrecv)
+{
+	char name[96];
+	int i;
+
+	if (server) {
+		struct rdma_cm_event *req = server_wait_request(c);
+
+		if (!req)
+			return;
+		rdma_ack_cm_event(req);
+		if (create_qp(c, c->id))
+			return;
+	} else if (client_prepare(c)) {
+		return;
+	}
+	for (i = 0; i < nrecv; i++)
+		if (post_recv(c->id->qp, c->mr, 500 + i, SM_MSG_LEN * (i + 1)))
+			goto err_post;
+	for (i = 0; i < 8; i++)
+		if (post_send(c->id->qp, c->mr, 600 + i, true))
+			goto err_post;
+	if (server) {
+		if (server_accept(c, 0)) {
+			vt_fail("server accept", "%s", strerror(errno));
+			return;
+		}
+		if (!expect_event(c, RDMA_CM_EVENT_ESTABLISHED, SM_CONNECT_MS,
+				  "server established"))
+			return;
+	} else {
+		struct rdma_conn_param param = {
+			.responder_resources = 4, .initiator_depth = 4,
+		};
+
+		if (rdma_connect(c->id, &param) ||
+		    !expect_event(c, RDMA_CM_EVENT_ESTABLISHED, SM_CONNECT_MS,
+				  "client established"))
+			return;
+	}
+	snprintf(name, sizeof(name), "%s: %d WRs posted before the "
+		 "connection completed successfully", c->side, nrecv + 8);
+	check_all_ok(c, nrecv + 8, name);
+	if (!server && rdma_disconnect(c->id))
+		vt_fail("client rdma_disconnect", "%s", strerror(errno));
+	wait_disconnected(c, 10000, server ? "server DISCONNECTED" :
+			  "client DISCONNECTED");
+	return;
+err_post:
+	vt_fail("post before connecting", "%s", strerror(errno));
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 static const char *const scenarios[] = {
 	"flush", "flush-many", "disconnect", "both", "kill", "close-timer",
 	"destroy-closing", "accept-fail", "link-down", "ns-delete",
+	"error-disconnect", "reset", "early-post", "early-post-raw",
 };
 
 static void usage(const char *prog)
@@ -1311,6 +1519,14 @@ int main(int argc, char **argv)
 		sc_link_down(&c, server);
 	else if (!strcmp(sc, "ns-delete"))
 		sc_ns_delete(&c, server);
+	else if (!strcmp(sc, "error-disconnect"))
+		sc_error_disconnect(&c, server);
+	else if (!strcmp(sc, "reset"))
+		sc_reset(&c, server);
+	else if (!strcmp(sc, "early-post"))
+		sc_early_post(&c, server, 8);
+	else if (!strcmp(sc, "early-post-raw"))
+		sc_early_post(&c, server, 0);
 	else {
 		usage(argv[0]);
 		return 2;

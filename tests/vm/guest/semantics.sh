@@ -183,6 +183,12 @@ sem accept-fail act_reset_client
 	bad "$sc: a CLOSE was logged for a connection that never was established"
 sem link-down act_link_down
 expect_close "$DEV_A" "status -104, reset"
+sem error-disconnect
+expect_close "$DEV_A" "status -104, reset"
+expect_close "$DEV_B" "status -104, reset"
+sem reset
+expect_close "$DEV_A" "status -104, reset"
+expect_close "$DEV_B" "status -104, reset"
 sem ns-delete act_ns_delete
 wait_for 15 ib_dev_gone "$DEV_A" || bad "ns-delete: $DEV_A still present"
 wait_for 15 ib_dev_gone "$DEV_B" || bad "ns-delete: $DEV_B still present"
