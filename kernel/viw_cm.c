@@ -1249,7 +1249,14 @@ static void viw_cep_local_close(struct viw_cep *cep)
  */
 static void viw_cep_local_abort(struct viw_cep *cep)
 {
-	bool reset = !(cep->qp && viw_qp_term_sent(cep->qp));
+	/*
+	 * A modify_qp connection has no disconnect of its own: its consumer
+	 * ends it with ERROR or destroy_qp, right after its last completion
+	 * (ibv_rc_pingpong does).  It ends with a FIN, which the peer gets
+	 * after every byte sent before, as InfiniBand delivers the packets a
+	 * QP sent before it was destroyed.
+	 */
+	bool reset = !(cep->qp && viw_qp_term_sent(cep->qp)) && !cep->direct;
 
 	/* A modify_qp connection still being made ends with its QP. */
 	if (cep->direct && (cep->state == VIW_CEP_CONNECTING ||

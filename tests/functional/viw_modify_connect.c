@@ -294,10 +294,12 @@ static void check_ok(const struct opts *o, struct res *r)
 	n = vt_poll_cq_until(r->cq, wc, 2, vt_deadline_in(o->secs * 1000));
 	for (i = 0; i < n; i++)
 		ok &= wc[i].status == IBV_WC_SUCCESS;
+	/*
+	 * The QP's state is not checked after this: the peer may be done
+	 * and gone already, which ends this QP's connection too.
+	 */
 	vt_check(n == 2 && ok, "send and receive complete", "%d of 2, status %s",
 		 n, n ? ibv_wc_status_str(wc[0].status) : "-");
-	vt_check(vt_qp_state(r->qp) == IBV_QPS_RTS, "QP in RTS", "state %s",
-		 vt_qp_state_str(vt_qp_state(r->qp)));
 }
 
 static void check_fail(const struct opts *o, struct res *r)
