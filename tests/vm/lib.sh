@@ -331,3 +331,24 @@ vm_cleanup() {
 	module_loaded siw && { rmmod siw || rc=1; }
 	return $rc
 }
+
+# ---- raw-peer tests (tests/vm/README.md, "Raw-peer tests") ----------------
+
+# The shared raw MPA peer and the viw-side program it talks to.
+PEER=$VIW_BUILD/tests/tools/viw_peer
+TARGET=$VIW_BUILD/tests/functional/viw_target
+
+# need_peer_tools: fail the test unless both are built.
+need_peer_tools() {
+	[ -x "$PEER" ] || die "$PEER not built"
+	[ -x "$TARGET" ] || die "$TARGET not built"
+}
+
+# has FILE ERE: some line of FILE matches; hasnt FILE ERE: none does.
+has() {
+	grep -Eq -- "$2" "$1" || die "${1##*/}: no line matching '$2'"
+}
+hasnt() {
+	! grep -Eq -- "$2" "$1" ||
+		die "${1##*/}: unexpected line: $(grep -E -- "$2" "$1" | head -1)"
+}

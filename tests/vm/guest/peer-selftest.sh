@@ -18,24 +18,11 @@
 #     mpa_p2p on); the same over IPv6.
 . "$(dirname "$0")/../lib.sh"
 
-PEER=$VIW_BUILD/tests/tools/viw_peer
-TARGET=$VIW_BUILD/tests/functional/viw_target
-[ -x "$PEER" ] || die "$PEER not built"
-[ -x "$TARGET" ] || die "$TARGET not built"
+need_peer_tools
 
 make_two_hosts viw
 
-# has FILE PATTERN: FILE has a line matching the extended regex PATTERN.
-has() {
-	grep -Eq -- "$2" "$1" || die "${1##*/}: no line matching '$2'"
-}
 
-# hasnt FILE PATTERN: no line matches.
-hasnt() {
-	if grep -Eq -- "$2" "$1"; then
-		die "${1##*/}: unexpected line: $(grep -E -- "$2" "$1" | head -1)"
-	fi
-}
 
 # show NAME FILE...: the logs, prefixed, so a failure shows both sides.
 show() {

@@ -17,10 +17,7 @@
 # peer; the hung-task detector, set to 10 s here, reports it.
 . "$(dirname "$0")/../lib.sh"
 
-PEER=$VIW_BUILD/tests/tools/viw_peer
-TARGET=$VIW_BUILD/tests/functional/viw_target
-[ -x "$PEER" ] || die "$PEER not built"
-[ -x "$TARGET" ] || die "$TARGET not built"
+need_peer_tools
 
 make_two_hosts viw
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug

@@ -12,10 +12,7 @@
 # while it held state_lock, which destroy_qp and the link-down path need.
 . "$(dirname "$0")/../lib.sh"
 
-PEER=$VIW_BUILD/tests/tools/viw_peer
-TARGET=$VIW_BUILD/tests/functional/viw_target
-[ -x "$PEER" ] || die "$PEER not built"
-[ -x "$TARGET" ] || die "$TARGET not built"
+need_peer_tools
 BOUND=10
 
 make_two_hosts viw

@@ -15,21 +15,10 @@
 #     of RFC 5040/5041 for the error it found (one connection per error).
 . "$(dirname "$0")/../lib.sh"
 
-PEER=$VIW_BUILD/tests/tools/viw_peer
-TARGET=$VIW_BUILD/tests/functional/viw_target
-[ -x "$PEER" ] || die "$PEER not built"
-[ -x "$TARGET" ] || die "$TARGET not built"
+need_peer_tools
 
 make_two_hosts viw
 
-# has FILE ERE / hasnt FILE ERE: a line of FILE matches / none does.
-has() {
-	grep -Eq -- "$2" "$1" || die "${1##*/}: no line matching '$2'"
-}
-hasnt() {
-	! grep -Eq -- "$2" "$1" ||
-		die "${1##*/}: unexpected line: $(grep -E -- "$2" "$1" | head -1)"
-}
 
 # count FILE ERE: how many lines match.
 count() {
