@@ -88,9 +88,9 @@ make_two_hosts viw
 # Item 8a: request + SEND + FIN in one go, before viw accepted the socket.
 log "fin-early: the FIN that came with the MPA request"
 server fin-early 7602 -m fin-early -t 40
-# cork: the request, a 16-byte SEND and the FIN leave in one segment
+# the request and a 16-byte SEND in one segment, the FIN right after
 peer fin-early -t 40 -c "$IP_A:7602" cork mpa-req:ird=1,ord=1 send:len=16 \
-	fin expect-rep:secs=15 expect-close:secs=15
+	uncork fin expect-rep:secs=15 expect-close:secs=15
 log "TCP on port 7602 in ns a: $(in_a ss -Htan 'sport = :7602' | tr '\n' '|')"
 server_done fin-early
 sed "s/^/    peer: /" fin-early.peer
