@@ -1467,12 +1467,14 @@ static void vp_step_close(struct vp_conn *c, struct vp_step *s)
 #define VP_MSG_KEYS "len,mulpdu,fill,crc,last,qn,partial,segs"
 
 static const struct vp_step_def vp_defs[] = {
-	{ "mpa-req", "rev,crc,markers,badkey,pd,pdlen,pdfill,pdhead,ird,ord,p2p,"
-	  "rtr,enhanced", 0, vp_step_mpa_req },
+	{ "mpa-req",
+	  "rev,crc,markers,badkey,pd,pdlen,pdfill,pdhead,ird,ord,p2p,rtr,enhanced",
+	  0, vp_step_mpa_req },
 	{ "expect-rep", "reject,crc,rev,p2p,rtr,pd,secs", 0, vp_step_expect_rep },
 	{ "expect-req", "crc,rev,p2p,pd,secs", 0, vp_step_expect_req },
-	{ "mpa-rep", "reject,crc,rev,pd,pdlen,pdfill,pdhead,garbage,ird,ord,p2p,"
-	  "rtr,enhanced", 0, vp_step_mpa_rep },
+	{ "mpa-rep",
+	  "reject,crc,rev,pd,pdlen,pdfill,pdhead,garbage,ird,ord,p2p,rtr,enhanced",
+	  0, vp_step_mpa_rep },
 	{ "rtr", "type,msn", 0, vp_step_rtr },
 	{ "send", VP_MSG_KEYS ",msn,mo,se,inv", 0, vp_step_send },
 	{ "write", VP_MSG_KEYS ",stag,to", 0, vp_step_write },

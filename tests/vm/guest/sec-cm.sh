@@ -155,9 +155,9 @@ for mode in reject-ok:40 reject-big:300 reject-short:96; do
 	reject-short) rep=pd=6,pdlen=100 ;;
 	esac
 	log "reject: viw connects, a raw server answers ${mode%:*}"
-	in_b "$PEER" -t 30 -l 7605 expect-req:secs=20 \
+	{ in_b "$PEER" -t 30 -l 7605 expect-req:secs=20 \
 		"mpa-rep:reject=1,ird=0,ord=0,pdfill=0x5a,$rep" fin \
-		expect-close:secs=10 >"${mode%:*}.peer" 2>&1 &
+		expect-close:secs=10 || echo "EXIT $?"; } >"${mode%:*}.peer" 2>&1 &
 	PSRV=$!
 	wait_listen "$NS_B" 7605
 	in_a "$ROBUST" -m reject -c "$IP_B" -p 7605 -l "${mode#*:}" -t 20 \
@@ -172,9 +172,10 @@ done
 log "burst: 40 requests at once to a listener with backlog 1"
 server burst 7606 -m backlog -b 1 -t 12
 # 40 connections, each sends its request and waits up to 30 s for the end
-in_b "$PEER" -t 45 -n 40 -c "$IP_A:7606" \
-	mpa-req:pd=6,pdhead=000600010001,ird=1,ord=1 expect-close:secs=30 \
-	>burst.peer 2>&1 &
+# ("|| echo": a failed expectation is judged below, not by the ERR trap)
+{ in_b "$PEER" -t 45 -n 40 -c "$IP_A:7606" \
+	mpa-req:pd=6,pdhead=000600010001,ird=1,ord=1 expect-close:secs=30 ||
+	echo "EXIT $?"; } >burst.peer 2>&1 &
 PEERPID=$!
 server_done burst
 wait "$PEERPID" || true
@@ -216,7 +217,8 @@ ip netns exec "$NS_A" rping -s -a "$IP_A" -p 7608 -C 1 >/dev/null 2>&1 &
 RPING=$!
 wait_listen "$NS_A" 7608
 # connects and sends nothing; waits up to 25 s for viw to close
-in_b "$PEER" -t 40 -c "$IP_A:7608" expect-close:secs=25 >half-open.peer 2>&1 &
+{ in_b "$PEER" -t 40 -c "$IP_A:7608" expect-close:secs=25 || echo "EXIT $?"; } \
+	>half-open.peer 2>&1 &
 PEERPID=$!
 wait_for 10 sh -c "[ \$(head -n1 $CEPS 2>/dev/null || echo 2) -ge 2 ]" || true
 sleep 1
