@@ -1076,18 +1076,6 @@ static void vp_step_expect_req(struct vp_conn *c, struct vp_step *s)
 	vp_expect_val(s, "pd", pd);
 }
 
-/* The RTR type a responder picks from @offered, as viw does. */
-static u8 vp_pick_rtr(u8 offered)
-{
-	if (offered & VIW_RTR_WRITE0)
-		return VIW_RTR_WRITE0;
-	if (offered & VIW_RTR_READ0)
-		return VIW_RTR_READ0;
-	if (offered & VIW_RTR_SEND0)
-		return VIW_RTR_SEND0;
-	return 0;
-}
-
 static void vp_step_mpa_rep(struct vp_conn *c, struct vp_step *s)
 {
 	static u8 buf[VIW_MPA_HDR_LEN + VIW_MPA_V2_EXT_LEN + 0xffff];
@@ -1111,7 +1099,7 @@ static void vp_step_mpa_rep(struct vp_conn *c, struct vp_step *s)
 	fr.reject = vp_flag(s, "reject", false);
 	fr.p2p = vp_flag(s, "p2p", c->req.p2p);
 	fr.rtr = vp_has(s, "rtr") ? vp_rtr_bits(s, vp_get(s, "rtr")) :
-		 fr.p2p ? vp_pick_rtr(c->req.rtr) : 0;
+		 fr.p2p ? viw_mpa_pick_rtr(c->req.rtr) : 0;
 	if (fr.p2p && !fr.rtr)
 		fr.rtr = VIW_RTR_WRITE0;
 	ird = (u32)vp_num(s, "ird", VP_DEFAULT_IRD_ORD);
@@ -1260,7 +1248,7 @@ static void vp_step_term(struct vp_conn *c, struct vp_step *s)
 static void vp_step_rtr(struct vp_conn *c, struct vp_step *s)
 {
 	u8 type = vp_has(s, "type") ? vp_rtr_bits(s, vp_get(s, "type")) :
-		  c->rep.p2p ? c->rep.rtr : vp_pick_rtr(c->req.rtr);
+		  c->rep.p2p ? c->rep.rtr : viw_mpa_pick_rtr(c->req.rtr);
 	u8 ulpdu[VIW_MAX_HDR_LEN];
 	struct viw_ddp_hdr h = { .last = true };
 	struct viw_read_req rr = {};
