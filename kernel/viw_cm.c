@@ -1159,6 +1159,16 @@ static void viw_cep_peer_closed(struct viw_cep *cep)
 {
 	int status = cep->sock && cep->sock->sk->sk_err ? -ECONNRESET : 0;
 
+	/*
+	 * The MPA frame may have come with the FIN, after a read of this
+	 * pass found the socket empty: read what is there before acting on
+	 * the FIN, so a peer that sends its request (or reply) and closes at
+	 * once is answered.
+	 */
+	if (cep->state == VIW_CEP_MPA_REQ_WAIT ||
+	    cep->state == VIW_CEP_MPA_REQ_SENT)
+		viw_cep_readable(cep);
+
 	switch (cep->state) {
 	case VIW_CEP_CONNECTING:
 	case VIW_CEP_MPA_REQ_SENT:

@@ -234,7 +234,7 @@ int viw_mpa_decode_v2(const u8 *pdata, size_t len,
  * inbound read slot; SEND0 consumes a posted receive, so it comes last.
  * Returns 0 if nothing offered is usable.
  */
-static u8 viw_mpa_pick_rtr(u8 offered)
+u8 viw_mpa_pick_rtr(u8 offered)
 {
 	if (offered & VIW_RTR_WRITE0)
 		return VIW_RTR_WRITE0;

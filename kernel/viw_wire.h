@@ -90,6 +90,12 @@ struct viw_mpa_prefs {
 };
 
 /*
+ * The RTR type a responder picks from the @offered bits (enum
+ * viw_mpa_rtr): WRITE0, then READ0, then SEND0.  Returns 0 if none is.
+ */
+u8 viw_mpa_pick_rtr(u8 offered);
+
+/*
  * Responder: build the reply frame for request @req under @prefs with the
  * local @ird/@ord.  Fails with -EPROTO if the request cannot be accepted
  * (markers required, bad revision, no common RTR type when p2p was asked

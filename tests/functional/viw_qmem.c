@@ -258,7 +258,14 @@ static int qm_fill(struct ibv_context *ctx, const char *current, int max)
 		"%lld before, %lld after %d", n, QM_RING_SIZE,
 		n < max ? strerror(err) : "stopped", before, after,
 		QM_FILL_PROBE);
-	vt_check(after - before >= (long long)QM_FILL_PROBE * QM_CQE * 32,
+	/*
+	 * The slots of QM_FILL_PROBE rings, less one ring: memory.current
+	 * counts the whole group, and page cache or slab it held may be
+	 * released meanwhile (a run measured 4 KiB less than the slots).
+	 * Uncharged queue memory (the bug) grows it by a few pages only.
+	 */
+	vt_check(after - before >=
+		 (long long)(QM_FILL_PROBE - 1) * QM_CQE * 32,
 		 "fill: queue memory is charged to the memory cgroup",
 		 "memory.current grew by %lld bytes for %d rings of %d",
 		 after - before, QM_FILL_PROBE, QM_RING_SIZE);

@@ -129,6 +129,11 @@ static long long vp_end_ms;	/* the overall deadline */
 static pid_t vp_children[VP_MAX_CONNS];
 static int vp_nchildren;
 
+/* ULP private data of the last MPA frame received, for @PD32.OFF. */
+static u8 vp_rx_pd[VIW_MPA_MAX_PDATA];
+static u32 vp_rx_pd_len;
+static bool vp_have_rx_pd;
+
 /* ---- output ---------------------------------------------------------------- */
 
 static void vp_vout(const char *fmt, va_list ap)
@@ -274,7 +279,44 @@ static unsigned long long vp_info_value(const char *key)
 	}
 }
 
-/* A number: decimal, 0x hex, or @KEY[+-N] from the info file. */
+/*
+ * @PD16.OFF, @PD32.OFF, @PD64.OFF: the big-endian number at byte OFF of
+ * the private data the last MPA frame received carried (after the RFC
+ * 6581 words), e.g. an rkey and address a server put in its reply.
+ */
+static void vp_pd_ref(const struct vp_step *s, const char *key,
+		      const char *name, unsigned int *bits, unsigned int *off)
+{
+	char end;
+
+	if (sscanf(name, "PD%u.%u%c", bits, off, &end) != 2 ||
+	    (*bits != 16 && *bits != 32 && *bits != 64))
+		vp_usage_err("%s: %s=@%s: @PD16.OFF, @PD32.OFF or @PD64.OFF",
+			     s->text, key, name);
+}
+
+static unsigned long long vp_pd_value(const struct vp_step *s,
+				      const char *key, const char *name)
+{
+	unsigned int bits, off, i;
+	unsigned long long v = 0;
+
+	vp_pd_ref(s, key, name, &bits, &off);
+	if (!vp_have_rx_pd)
+		vp_fail("%s: %s=@%s: no MPA frame received yet", s->text, key,
+			name);
+	if (off > vp_rx_pd_len || bits / 8 > vp_rx_pd_len - off)
+		vp_fail("%s: %s=@%s: the private data received has %u bytes",
+			s->text, key, name, vp_rx_pd_len);
+	for (i = 0; i < bits / 8; i++)
+		v = v << 8 | vp_rx_pd[off + i];
+	return v;
+}
+
+/*
+ * A number: decimal, 0x hex, @KEY[+-N] from the info file, or
+ * @PDn.OFF[+-N] from the private data received.
+ */
 static unsigned long long vp_parse_num(const struct vp_step *s,
 				       const char *key, const char *v)
 {
@@ -288,7 +330,8 @@ static unsigned long long vp_parse_num(const struct vp_step *s,
 			vp_usage_err("%s: bad reference %s=%s", s->text, key, v);
 		memcpy(name, v + 1, n);
 		name[n] = '\0';
-		base = vp_info_value(name);
+		base = strncmp(name, "PD", 2) ? vp_info_value(name) :
+		       vp_pd_value(s, key, name);
 		v += 1 + n;
 		if (!*v)
 			return base;
@@ -339,6 +382,25 @@ static double vp_secs(const struct vp_step *s, const char *key, double def)
 		vp_usage_err("%s: %s=%s is not a number of seconds", s->text,
 			     key, v);
 	return d;
+}
+
+static size_t vp_hex_decode(const struct vp_step *s, const char *hex, u8 *out,
+			    size_t max)
+{
+	size_t n = 0;
+	unsigned int b;
+
+	while (*hex) {
+		if (*hex == ' ' || *hex == '.' || *hex == '_') {
+			hex++;
+			continue;
+		}
+		if (n >= max || sscanf(hex, "%2x", &b) != 1 || !hex[1])
+			vp_usage_err("%s: bad hex", s->text);
+		out[n++] = (u8)b;
+		hex += 2;
+	}
+	return n;
 }
 
 /* rtr=send|write|read -> enum viw_mpa_rtr bits (a list joined by '+'). */
@@ -799,12 +861,26 @@ static enum vp_rd vp_wait_end(struct vp_conn *c, long long deadline)
 
 /* ---- MPA ------------------------------------------------------------------------- */
 
-static void vp_fill_pd(u8 *p, u32 n)
+/*
+ * @n bytes of private data: "abc..z" repeated, or pdfill=B bytes; pdhead=
+ * HEX replaces the first bytes (e.g. lengths the consumer checks).
+ */
+static void vp_fill_pd(const struct vp_step *s, u8 *p, u32 n)
 {
+	static u8 head[VIW_MPA_MAX_PDATA];
+	const char *hex = vp_get(s, "pdhead");
+	size_t hl = 0;
 	u32 i;
 
 	for (i = 0; i < n; i++)
 		p[i] = (u8)('a' + i % 26);
+	if (vp_has(s, "pdfill"))
+		memset(p, (int)vp_num(s, "pdfill", 0), n);
+	if (hex)
+		hl = vp_hex_decode(s, hex, head, sizeof(head));
+	if (hl > n)
+		vp_usage_err("%s: pdhead is longer than pd=%u", s->text, n);
+	memcpy(p, head, hl);
 }
 
 /*
@@ -844,7 +920,7 @@ static u32 vp_mpa_build(const struct vp_step *s, u8 *buf,
 	}
 	fr->rtr = rtr;
 	fr->pd_len = (u16)(pd + ext);
-	vp_fill_pd(buf + VIW_MPA_HDR_LEN + ext, pd);
+	vp_fill_pd(s, buf + VIW_MPA_HDR_LEN + ext, pd);
 	if (vp_has(s, "pdlen")) {
 		u32 v = (u32)vp_num(s, "pdlen", 0);
 
@@ -940,6 +1016,11 @@ static u32 vp_read_mpa(struct vp_conn *c, const struct vp_step *s,
 	ext = fr->enhanced ? VIW_MPA_V2_EXT_LEN : 0;
 	if (ext && viw_mpa_decode_v2(c->buf, fr->pd_len, fr))
 		vp_fail("MPA %s: RFC 6581 words missing", what);
+	vp_rx_pd_len = fr->pd_len - ext;
+	if (vp_rx_pd_len > sizeof(vp_rx_pd))
+		vp_rx_pd_len = sizeof(vp_rx_pd);
+	memcpy(vp_rx_pd, c->buf + ext, vp_rx_pd_len);
+	vp_have_rx_pd = true;
 	return fr->pd_len - ext;
 }
 
@@ -995,18 +1076,6 @@ static void vp_step_expect_req(struct vp_conn *c, struct vp_step *s)
 	vp_expect_val(s, "pd", pd);
 }
 
-/* The RTR type a responder picks from @offered, as viw does. */
-static u8 vp_pick_rtr(u8 offered)
-{
-	if (offered & VIW_RTR_WRITE0)
-		return VIW_RTR_WRITE0;
-	if (offered & VIW_RTR_READ0)
-		return VIW_RTR_READ0;
-	if (offered & VIW_RTR_SEND0)
-		return VIW_RTR_SEND0;
-	return 0;
-}
-
 static void vp_step_mpa_rep(struct vp_conn *c, struct vp_step *s)
 {
 	static u8 buf[VIW_MPA_HDR_LEN + VIW_MPA_V2_EXT_LEN + 0xffff];
@@ -1030,7 +1099,7 @@ static void vp_step_mpa_rep(struct vp_conn *c, struct vp_step *s)
 	fr.reject = vp_flag(s, "reject", false);
 	fr.p2p = vp_flag(s, "p2p", c->req.p2p);
 	fr.rtr = vp_has(s, "rtr") ? vp_rtr_bits(s, vp_get(s, "rtr")) :
-		 fr.p2p ? vp_pick_rtr(c->req.rtr) : 0;
+		 fr.p2p ? viw_mpa_pick_rtr(c->req.rtr) : 0;
 	if (fr.p2p && !fr.rtr)
 		fr.rtr = VIW_RTR_WRITE0;
 	ird = (u32)vp_num(s, "ird", VP_DEFAULT_IRD_ORD);
@@ -1179,7 +1248,7 @@ static void vp_step_term(struct vp_conn *c, struct vp_step *s)
 static void vp_step_rtr(struct vp_conn *c, struct vp_step *s)
 {
 	u8 type = vp_has(s, "type") ? vp_rtr_bits(s, vp_get(s, "type")) :
-		  c->rep.p2p ? c->rep.rtr : vp_pick_rtr(c->req.rtr);
+		  c->rep.p2p ? c->rep.rtr : viw_mpa_pick_rtr(c->req.rtr);
 	u8 ulpdu[VIW_MAX_HDR_LEN];
 	struct viw_ddp_hdr h = { .last = true };
 	struct viw_read_req rr = {};
@@ -1207,25 +1276,6 @@ static void vp_step_rtr(struct vp_conn *c, struct vp_step *s)
 	}
 	vp_send_fpdu(c, ulpdu, len, false, 0);
 	vp_out("SENT RTR %s", vp_rtr_str(type));
-}
-
-static size_t vp_hex_decode(const struct vp_step *s, const char *hex, u8 *out,
-			    size_t max)
-{
-	size_t n = 0;
-	unsigned int b;
-
-	while (*hex) {
-		if (*hex == ' ' || *hex == '.' || *hex == '_') {
-			hex++;
-			continue;
-		}
-		if (n >= max || sscanf(hex, "%2x", &b) != 1 || !hex[1])
-			vp_usage_err("%s: bad hex", s->text);
-		out[n++] = (u8)b;
-		hex += 2;
-	}
-	return n;
 }
 
 static void vp_step_raw(struct vp_conn *c, struct vp_step *s)
@@ -1405,11 +1455,13 @@ static void vp_step_close(struct vp_conn *c, struct vp_step *s)
 #define VP_MSG_KEYS "len,mulpdu,fill,crc,last,qn,partial,segs"
 
 static const struct vp_step_def vp_defs[] = {
-	{ "mpa-req", "rev,crc,markers,badkey,pd,pdlen,ird,ord,p2p,rtr,enhanced",
+	{ "mpa-req",
+	  "rev,crc,markers,badkey,pd,pdlen,pdfill,pdhead,ird,ord,p2p,rtr,enhanced",
 	  0, vp_step_mpa_req },
 	{ "expect-rep", "reject,crc,rev,p2p,rtr,pd,secs", 0, vp_step_expect_rep },
 	{ "expect-req", "crc,rev,p2p,pd,secs", 0, vp_step_expect_req },
-	{ "mpa-rep", "reject,crc,rev,pd,pdlen,garbage,ird,ord,p2p,rtr,enhanced",
+	{ "mpa-rep",
+	  "reject,crc,rev,pd,pdlen,pdfill,pdhead,garbage,ird,ord,p2p,rtr,enhanced",
 	  0, vp_step_mpa_rep },
 	{ "rtr", "type,msn", 0, vp_step_rtr },
 	{ "send", VP_MSG_KEYS ",msn,mo,se,inv", 0, vp_step_send },
@@ -1450,20 +1502,29 @@ static const char vp_usage_text[] =
 "                viw_target's MR pattern ((7*k+3)&0x7f at offset k), taking\n"
 "                the TO as k (so give read-req sink_to=<source offset>):\n"
 "                \" pattern ok\" or \" pattern bad at +N\" ends the FPDU line\n"
-"Numbers are decimal or 0x hex.  Each STEP is name[:key=val,...]; every\n"
-"step with keys also takes repeat=N (run it N times; MSNs still count up)\n"
-"  mpa-req[:rev=1|2,crc=0|1,markers=0|1,badkey=0|1,pd=N,pdlen=N,ird=N,ord=N,\n"
-"          p2p=0|1,rtr=send|write|read(+...),enhanced=0|1]\n"
+"Numbers are decimal or 0x hex; also @PD16.OFF, @PD32.OFF, @PD64.OFF: the\n"
+"big-endian number at byte OFF of the private data of the last MPA frame\n"
+"received (after the RFC 6581 words), optionally +N or -N (exit 3 if it is\n"
+"shorter), e.g. read-req:src_stag=@PD32.0,src_to=@PD64.4,len=@PD32.12.\n"
+"Each STEP is name[:key=val,...]; every step with keys also takes repeat=N\n"
+"(run it N times; MSNs still count up)\n"
+"  mpa-req[:rev=1|2,crc=0|1,markers=0|1,badkey=0|1,pd=N,pdlen=N,pdfill=B,\n"
+"          pdhead=HEX,ird=N,ord=N,p2p=0|1,rtr=send|write|read(+...),\n"
+"          enhanced=0|1]\n"
 "        send an MPA request (rev 2 with RFC 6581 words by default; crc 0;\n"
-"        ird/ord 16; pd = N bytes of private data; pdlen overrides PD_Length;\n"
-"        rtr implies p2p=1)                       -> SENT MPA REQ ...\n"
+"        ird/ord 16, their low 14 bits on the wire;\n"
+"        pd = N bytes of private data, \"abc..z\" or pdfill=B bytes, the\n"
+"        first ones replaced by pdhead=HEX; pdlen overrides PD_Length, so\n"
+"        pd=6,pdlen=100 announces 100 bytes and sends 10 with the RFC 6581\n"
+"        words; rtr implies p2p=1)                -> SENT MPA REQ ...\n"
 "  expect-rep[:reject=,crc=,rev=,p2p=,rtr=,pd=,secs=]  read the reply ->\n"
 "        REPLY rev R crc C reject J pd N ird I ord O p2p P rtr X\n"
 "        (+ PDATA N HEX); exit 3 on none/EOF/garbage or a given key differs\n"
 "  expect-req[:crc=,rev=,p2p=,pd=,secs=]  (server) read the request ->\n"
 "        REQUEST rev R crc C markers M pd N ird I ord O p2p P rtr X\n"
-"  mpa-rep[:reject=0|1,crc=,rev=,pd=N,pdlen=N,garbage=1,ird=,ord=,p2p=,rtr=,\n"
-"          enhanced=]  (server) answer; defaults follow the request\n"
+"  mpa-rep[:reject=0|1,crc=,rev=,pd=N,pdlen=N,pdfill=B,pdhead=HEX,garbage=1,\n"
+"          ird=,ord=,p2p=,rtr=,enhanced=]  (server) answer; defaults follow\n"
+"        the request; pd, pdlen, pdfill, pdhead as for mpa-req\n"
 "  rtr[:type=send|write|read]  the RFC 6581 RTR (default: the negotiated one)\n"
 "  send:len=N[,msn=M,mo=O,last=0|1,se=0|1,inv=STAG,qn=Q,fill=B,mulpdu=U,\n"
 "       crc=bad,partial=P,segs=K]  untagged SEND (qn 0) in FPDUs of at most\n"
@@ -1484,6 +1545,7 @@ static const char vp_usage_text[] =
 "  expect-term[:layer=,type=,code=,secs=]  read FPDUs until a TERMINATE ->\n"
 "       TERMINATE layer L type T code C; exit 3 on EOF/timeout/mismatch\n"
 "  expect-close[:secs=S]  wait for FIN/RST -> CLOSED fin | CLOSED rst\n"
+"       (before an MPA exchange, bytes that come are dropped: DATA N bytes)\n"
 "  expect-open[:secs=S]   still open after S s (default 1) -> OPEN after S s\n"
 "  read-fpdus[:secs=S,count=N]  print FPDUs for S s (default 5), until EOF\n"
 "       or N of them (fewer than N: exit 3) -> FPDU ... lines, FPDUS n\n"
@@ -1583,9 +1645,18 @@ static void vp_check_steps(void)
 
 		for (k = 0; k < s->nkv; k++) {
 			const char *key = s->kv[k].key, *v = s->kv[k].val;
+			unsigned int bits, off;
+			char name[32];
 
+			/* @PD...: the syntax now, the value when received */
+			if (!strncmp(v, "@PD", 3)) {
+				snprintf(name, sizeof(name), "%.*s",
+					 (int)strcspn(v + 1, "+-"), v + 1);
+				vp_pd_ref(s, key, name, &bits, &off);
+			}
 			if (v[0] == '@' || !strcmp(key, "rtr") ||
 			    !strcmp(key, "hdr") || !strcmp(key, "crc") ||
+			    !strcmp(key, "pdhead") ||
 			    (s->def->run == vp_step_rtr && !strcmp(key, "type")))
 				continue;
 			if (!strcmp(key, "secs"))
@@ -1603,6 +1674,14 @@ static void vp_check_steps(void)
 
 			vp_hex_decode(s, s->bare ? s->bare : vp_get(s, "hdr"),
 				      tmp, sizeof(tmp));
+		}
+		if (vp_has(s, "pdhead")) {
+			static u8 tmp[VIW_MPA_MAX_PDATA];
+
+			if (vp_hex_decode(s, vp_get(s, "pdhead"), tmp,
+					  sizeof(tmp)) > vp_num(s, "pd", 0))
+				vp_usage_err("%s: pdhead is longer than pd",
+					     s->text);
 		}
 	}
 }
