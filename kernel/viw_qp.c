@@ -412,7 +412,7 @@ int viw_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	start = qp->direct && qp->state == IB_QPS_RTR && !qp->direct_started;
 	if (start)
 		qp->direct_started = true;
-	kick = qp->direct && qp->state == IB_QPS_RTS;
+	kick = qp->direct && viw_qp_tx_open(qp);
 out:
 	mutex_unlock(&qp->state_lock);
 	if (start)
@@ -851,6 +851,22 @@ bool viw_qp_rx_open(struct viw_qp *qp)
 	if (state == IB_QPS_RTR && READ_ONCE(qp->direct))
 		return true;
 	return viw_qp_state_connected(state) || state == IB_QPS_ERR;
+}
+
+/*
+ * The transmit engine sends in RTS, and a modify_qp connection's QP also in
+ * RTR.  iWARP has no RTR (RDMAC verbs go from IDLE to RTS), and the tools
+ * that connect through modify_qp expect an RTR QP to answer READs, as an
+ * InfiniBand responder does, and perftest's iWARP credit SENDs to leave a
+ * receiver it never moves to RTS (viw_direct.c).
+ */
+bool viw_qp_tx_open(struct viw_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	if (state == IB_QPS_RTR && READ_ONCE(qp->direct))
+		return true;
+	return state == IB_QPS_RTS;
 }
 
 /* The first live QP at or after *@index, referenced; NULL at the end. */

@@ -76,7 +76,7 @@ static int viw_tx_sendmsg(struct viw_qp *qp, struct msghdr *msg)
 		int rv = sock_sendmsg(qp->sock, msg);
 
 		if (rv == -EAGAIN || rv == -EINTR || rv == -ERESTARTSYS) {
-			if (READ_ONCE(qp->state) != IB_QPS_RTS)
+			if (!viw_qp_tx_open(qp))
 				return -ECONNABORTED;
 			continue;
 		}
@@ -472,7 +472,7 @@ static int viw_tx_step(struct viw_qp *qp)
 {
 	int rv;
 
-	if (READ_ONCE(qp->state) != IB_QPS_RTS || !qp->sock)
+	if (!viw_qp_tx_open(qp) || !qp->sock)
 		return 0;
 	/* RFC 6581, 3: a responder sends nothing before the RTR arrived. */
 	if (READ_ONCE(qp->rtr_expected))
@@ -549,13 +549,13 @@ static void viw_tx_work(struct work_struct *work)
 		if (rv <= 0)
 			break;
 	}
-	if (READ_ONCE(qp->state) != IB_QPS_RTS && qp->tx.active)
+	if (!viw_qp_tx_open(qp) && qp->tx.active)
 		viw_tx_abort(qp);
 	mutex_unlock(&qp->tx_lock);
 
 	if (rv > 0) {
 		viw_tx_kick(qp);
-	} else if (rv < 0 && READ_ONCE(qp->state) == IB_QPS_RTS) {
+	} else if (rv < 0 && viw_qp_tx_open(qp)) {
 		ibdev_info_ratelimited(qp->ibqp.device,
 				       "QP %u: transmit failed: %d\n",
 				       qp->ibqp.qp_num, rv);

@@ -517,7 +517,7 @@ static int viw_sq_doorbell(struct viw_qp *qp)
 	 */
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
 		viw_wq_flush(qp, &qp->sq, qp->scq, true);
-	else if (READ_ONCE(qp->state) == IB_QPS_RTS)
+	else if (viw_qp_tx_open(qp))
 		viw_tx_kick(qp);
 	return 0;
 }

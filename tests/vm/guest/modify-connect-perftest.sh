@@ -27,8 +27,26 @@ perf_once() {
 	in_a timeout 120 stdbuf -oL taskset -c 0 "$test" -d "$DEV_A" -x "$gidx" -s "$size" \
 		-n "$iters" "$@" "$IP_B" </dev/null >"$log.client" 2>&1 || rc=$?
 	wait "$spid" || rc=$((rc ? rc : $?))
-	[ "$rc" = 0 ] || return "$rc"
+	[ "$rc" = 0 ] || credit_mr_leak "$test" "$log" || return "$rc"
 	grep -E "^ *$size +$iters " "$log.client"
+}
+
+# credit_mr_leak TEST LOG: perftest before 23.07 (Debian 12 has 4.5-0.17)
+# registers ib_send_bw's iWARP credit MR on every iWARP run but
+# deregisters it only with rdma_cm, so without -R both sides end with
+# "Failed to deallocate PD - Device or resource busy" and exit 1 after the
+# test itself finished (upstream perftest ff1a84a, "Fix issue with PD
+# deallocation").  True if that is the only thing that went wrong.
+credit_mr_leak() {
+	local side
+	[ "$1" = ib_send_bw ] || return 1
+	for side in server client; do
+		grep -q "Failed to deallocate PD - Device or resource busy" "$2.$side" ||
+			return 1
+		[ "$(grep -Eci 'fail|error|couldn' "$2.$side")" = 2 ] || return 1
+	done
+	grep -Eq "^ *[0-9]+ +[0-9]+ " "$2.client" || return 1
+	echo "NOTE: $1: perftest's own credit-MR leak at exit (fixed in perftest 23.07)"
 }
 
 # perf_pair: perf_once, retrying only perftest's clock-calibration failure
