@@ -151,6 +151,13 @@ static struct viw_device *viw_device_alloc(struct net_device *ndev)
 	INIT_LIST_HEAD(&vdev->list);
 
 	vdev->ibdev.node_type = RDMA_NODE_RNIC;
+	/*
+	 * Sit beside the netdev under its parent (a PCI NIC), as hardware
+	 * RNICs do: /sys/class/infiniband/DEV/device/net/ then names the
+	 * netdev, which is where rdma-core's tests look for it.  A veth has
+	 * no parent, and the device stays a virtual one.
+	 */
+	vdev->ibdev.dev.parent = ndev->dev.parent;
 	vdev->ibdev.phys_port_cnt = 1;
 	vdev->ibdev.num_comp_vectors = 1;
 	vdev->ibdev.local_dma_lkey = 0;

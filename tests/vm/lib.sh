@@ -256,7 +256,11 @@ make_netns_pair() {
 	load_rdma_core
 	ip netns add "$NS_A"
 	ip netns add "$NS_B"
-	ip link add "$IF_A" netns "$NS_A" type veth peer name "$IF_B" netns "$NS_B"
+	if [ "${VMTEST_LINK:-veth}" = pci ]; then
+		move_pci_nics
+	else
+		ip link add "$IF_A" netns "$NS_A" type veth peer name "$IF_B" netns "$NS_B"
+	fi
 	in_a ip link set lo up
 	in_b ip link set lo up
 	in_a ip addr add "$IP_A/24" dev "$IF_A"
@@ -266,6 +270,28 @@ make_netns_pair() {
 	in_a ip link set "$IF_A" up
 	in_b ip link set "$IF_B" up
 	wait_for 10 in_a "$BUSYBOX" ping -c1 -W1 "$IP_B" || die "no IPv4 connectivity a -> b"
+}
+
+# nic_by_mac MAC: the name of the netdev with that address.
+nic_by_mac() {
+	local d
+	for d in /sys/class/net/*; do
+		[ "$(cat "$d/address")" = "$1" ] && { echo "${d##*/}"; return 0; }
+	done
+	return 1
+}
+
+# move_pci_nics: instead of a veth pair, the VM's two virtio NICs (wired
+# to each other by tests/vm/run), one into each namespace.  IF_A and IF_B
+# become their names.
+move_pci_nics() {
+	modprobe virtio_net
+	wait_for 10 nic_by_mac 52:54:00:77:00:02 >/dev/null || die "no virtio NICs"
+	IF_A=$(nic_by_mac 52:54:00:77:00:01)
+	IF_B=$(nic_by_mac 52:54:00:77:00:02)
+	export IF_A IF_B
+	ip link set "$IF_A" netns "$NS_A"
+	ip link set "$IF_B" netns "$NS_B"
 }
 
 # add_link NS NAME TYPE NETDEV: rdma link add inside namespace NS and wait

@@ -17,7 +17,7 @@
 suite=$VIW_BUILD/pyverbs/tests
 # What passes today (issue 9 aims at 80; see docs/semantics.md §8 for why
 # most of the rest is skipped on any RC-only iWARP device).
-min_ok=${PYVERBS_MIN_OK:-27}
+min_ok=${PYVERBS_MIN_OK:-33}
 if [ ! -f "$suite/run_tests.py" ]; then
 	echo "SKIP: rdma-core's tests/ not found in $suite (tests/vm/pyverbs-prepare)"
 	exit 0
@@ -25,8 +25,14 @@ fi
 python3 -c 'import pyverbs' 2>/dev/null ||
 	{ echo "SKIP: python3-pyverbs is not installed (scripts/install-deps)"; exit 0; }
 
-make_two_hosts viw
+# A PCI NIC, so that the device has a parent and the suite finds its
+# netdev (and IP address) under /sys/class/infiniband/DEV/device/net/.
+VMTEST_LINK=pci make_two_hosts viw
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+# The rdma_cm tests synchronise their two processes through
+# multiprocessing, which needs /dev/shm.
+mkdir -p /dev/shm
+mountpoint -q /dev/shm || mount -t tmpfs tmpfs /dev/shm
 out=$VIW_OUT/pyverbs.log
 rc=0
 # Python writes its caches next to the sources, which are read-only here.
@@ -36,25 +42,67 @@ tail -n 5 "$out"
 
 ran=$(sed -n 's/^Ran \([0-9]*\) tests\? in .*/\1/p' "$out")
 [ -n "$ran" ] || { tail -n 40 "$out"; die "the suite did not finish (rc $rc)"; }
-# unittest -v ends each test's line (after its docstring) with the result.
-count() { grep -cE "\.\.\. $1" "$out" || true; }
-ok=$(count 'ok$')
-skip=$(count "skipped ")
-fail=$(count 'FAIL$')
-err=$(count 'ERROR$')
+# The counts come from unittest's closing line ("OK (skipped=N)" or
+# "FAILED (failures=F, errors=E, skipped=N)"): the per-test lines are
+# interleaved with what the tests' child processes print.
+summary=$(grep -E '^(OK|FAILED)( \(.*\))?$' "$out" | tail -n1)
+num() { local v; v=$(echo "$summary" | sed -n "s/.*[(, ]$1=\([0-9]*\).*/\1/p"); echo "${v:-0}"; }
+fail=$(num failures)
+err=$(num errors)
+skip=$(num skipped)
+ok=$((ran - fail - err - skip - $(num 'expected failures') - $(num 'unexpected successes')))
 echo "pyverbs: ran $ran: $ok ok, $fail failed, $err errors, $skip skipped"
 echo "skip reasons (count, reason):"
 sed -n "s/.* \.\.\. skipped [\"']\(.*\)[\"']\$/\1/p" "$out" | sort | uniq -c | sort -rn
-if [ "$fail" != 0 ] || [ "$err" != 0 ]; then
-	grep -B1 -E "\.\.\. (FAIL|ERROR)$" "$out"
+
+# Errors of the suite's own making on every iWARP device, each checked
+# by what its child process reported ("Player active got: MESSAGE"):
+# - test_rdmacm_async_udp_traffic asks rdma_cm for a UD QP (RDMA_PS_UDP),
+#   which an iWARP device refuses (EOPNOTSUPP); the child's error is not
+#   turned into a skip.
+# - test_rdmacm_async_traffic_external_qp expects CONNECT_RESPONSE, an
+#   InfiniBand CM event; on iWARP, rdma_cm reports an accepted connection
+#   as ESTABLISHED (cma_iw_handler).
+# - test_rdmacm_async_traffic sets RDMA_OPTION_ID_ACK_TIMEOUT and asserts
+#   that query_qp reports it; rdma_cm passes the timeout to the QP only
+#   on the InfiniBand CM path (rdma_init_qp_attr), never to an iWARP QP.
+#   Its assert carries no message.
+known_error() {
+	local what
+	what=$(grep -m1 -E "^$1 \(.*Player active got: " "$out" | sed 's/.*Player active got: //')
+	case $1 in
+	test_rdmacm_async_udp_traffic) [ "$what" = "Failed to Create QP. Errno: 95, Operation not supported" ] ;;
+	test_rdmacm_async_traffic_external_qp) [ "$what" = "Expected this event: 5, got this event: RDMA_CM_EVENT_ESTABLISHED" ] ;;
+	test_rdmacm_async_traffic) [ -z "$what" ] && grep -qE "^$1 \(.*Player active got: $" "$out" ;;
+	*) return 1 ;;
+	esac
+}
+known=0
+for t in $(sed -n 's/^ERROR: \(test_[a-z0-9_]*\) .*/\1/p' "$out"); do
+	if known_error "$t"; then
+		echo "known iWARP error of the suite: $t"
+		known=$((known + 1))
+	fi
+done
+if [ "$fail" != 0 ] || [ "$err" != "$known" ]; then
 	grep -A 25 -E "^(FAIL|ERROR): " "$out" | head -n 150
-	die "pyverbs: $fail failures, $err errors"
+	die "pyverbs: $fail failures, $err errors ($known of them known iWARP limits of the suite)"
 fi
+# result_of TEST: what unittest -v said of TEST (ok, FAIL, ERROR, skipped
+# ...): the first result word at or after TEST's line, which a docstring
+# or a child process's output may push to a later line.
+result_of() {
+	awk -v t="$1" '
+		index($0, t " (") == 1 { found = 1 }
+		found { sub(/.* \.\.\. /, "") }
+		found && /^(ok|FAIL|ERROR|skipped)/ { print; exit }' "$out"
+}
 # The RC traffic tests this device can run must run, not skip, and pass.
 for t in test_cq_events_rc test_ro_rc_traffic test_rdmacm_sync_traffic \
+	 test_rdmacm_async_read test_rdmacm_async_write test_rdmacm_async_reject_traffic \
 	 test_create_rc_qp_no_attr test_create_rc_qp_with_attr \
 	 ${PYVERBS_MUST_PASS:-}; do
-	grep -A3 -E "^$t " "$out" | grep -qE "\.\.\. ok$" || die "pyverbs: $t did not pass"
+	[ "$(result_of "$t")" = ok ] || die "pyverbs: $t did not pass: $(result_of "$t")"
 done
 [ "$ok" -ge "$min_ok" ] || die "pyverbs: only $ok tests ok, want $min_ok"
 wait_for 15 sh -c "! grep -Eqv ' 0\$' /sys/kernel/debug/viw/$DEV_A/objects" ||
