@@ -14,6 +14,8 @@
 
 #include "viw.h"
 
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
 static int failures;
 
 #define CHECK(cond, ...)						\
@@ -625,7 +627,7 @@ static void test_wr_bad_batch(void)
 	int before = failures, rv;
 	size_t i;
 
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
 		qp_ex_setup(cases[i].ops);
 		rv = wr_batch_with(cases[i].fn);
 		CHECK(rv == cases[i].rv, "%s: rv %d", cases[i].what, rv);
