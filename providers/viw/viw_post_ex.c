@@ -67,24 +67,28 @@ static void viw_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 	wr->invalidate_rkey = invalidate_rkey;
 }
 
+static void viw_wr_begin_rdma(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode,
+			      uint64_t op_flag, uint32_t rkey,
+			      uint64_t remote_addr)
+{
+	struct ibv_send_wr *wr = viw_wr_begin(qpx, opcode, op_flag);
+
+	wr->wr.rdma.rkey = rkey;
+	wr->wr.rdma.remote_addr = remote_addr;
+}
+
 static void viw_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey,
 			      uint64_t remote_addr)
 {
-	struct ibv_send_wr *wr;
-
-	wr = viw_wr_begin(qpx, IBV_WR_RDMA_WRITE, IBV_QP_EX_WITH_RDMA_WRITE);
-	wr->wr.rdma.rkey = rkey;
-	wr->wr.rdma.remote_addr = remote_addr;
+	viw_wr_begin_rdma(qpx, IBV_WR_RDMA_WRITE, IBV_QP_EX_WITH_RDMA_WRITE,
+			  rkey, remote_addr);
 }
 
 static void viw_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey,
 			     uint64_t remote_addr)
 {
-	struct ibv_send_wr *wr;
-
-	wr = viw_wr_begin(qpx, IBV_WR_RDMA_READ, IBV_QP_EX_WITH_RDMA_READ);
-	wr->wr.rdma.rkey = rkey;
-	wr->wr.rdma.remote_addr = remote_addr;
+	viw_wr_begin_rdma(qpx, IBV_WR_RDMA_READ, IBV_QP_EX_WITH_RDMA_READ,
+			  rkey, remote_addr);
 }
 
 /* Give the staged WR its data and write it into the SQ. */
