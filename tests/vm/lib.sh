@@ -211,17 +211,32 @@ perf_once() {
 	grep -E "^ *$size +$iters " "$log.client"
 }
 
+# librdmacm_crashes: how many user-space crashes inside librdmacm the
+# kernel logged.  perftest -R under host load sometimes dies with a general
+# protection fault in librdmacm (at the same offset each time, in its
+# device list code), and its peer is then refused; check-dmesg lets such a
+# crash pass as not viw's.  perf_pair retries that once per pair.
+librdmacm_crashes() { dmesg | grep -c 'traps: .* in librdmacm' || true; }
+
 # perf_pair TEST SIZE ITERS [OPTION...]: perf_once, which must succeed.
 # perftest calibrates its cycle counter against the clock before it
 # reports; under QEMU/TCG the samples sometimes correlate too poorly and
 # perftest gives up ("Can't produce a report") after a successful run.
-# Only that failure, matched by its message, is retried (up to 5 runs).
+# Only that failure, matched by its message, is retried (up to 5 runs),
+# and once a crash inside librdmacm (librdmacm_crashes).
 perf_pair() {
-	local log=$VIW_OUT/$1${PERF_TAG:-}-$2 i try
+	local log=$VIW_OUT/$1${PERF_TAG:-}-$2 i try crashes crashed=0
 	for try in 1 2 3 4 5; do
+		crashes=$(librdmacm_crashes)
 		perf_once "$@" && return 0
-		perftest_clock_failed "$log.server" "$log.client" || break
-		echo "NOTE: $1 size $2: perftest could not calibrate its clock (run $try)"
+		if perftest_clock_failed "$log.server" "$log.client"; then
+			echo "NOTE: $1 size $2: perftest could not calibrate its clock (run $try)"
+		elif [ "$(librdmacm_crashes)" != "$crashes" ] && [ $crashed = 0 ]; then
+			crashed=1
+			echo "NOTE: $1 size $2: perftest crashed in librdmacm (run $try): $(dmesg | grep 'in librdmacm' | tail -n1)"
+		else
+			break
+		fi
 		for i in server client; do mv "$log.$i" "$log.$i.$try"; done
 	done
 	tail -n 20 "$log.server" "$log.client" >&2
