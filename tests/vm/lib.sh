@@ -21,6 +21,7 @@
 #   in_a CMD..., in_b CMD...   run in namespace a / b
 #   wait_for SECS CMD...       poll CMD until it succeeds or SECS pass
 #   expect_fail CMD...         CMD must fail
+#   rping_pair, perf_pair, pingpong_pair   traffic between the two hosts
 #   cleanup_hosts, unload_viw, vm_cleanup
 
 if [ "${1:-}" != --lenient ]; then
