@@ -94,6 +94,27 @@ void viw_cm_show_ceps(struct seq_file *m)
 	spin_unlock_irqrestore(&viw_cep_list_lock, flags);
 }
 
+/*
+ * TCP retransmissions of @vdev's live sockets.  A CEP clears its socket
+ * pointer under viw_cep_list_lock before it releases the socket.
+ */
+u64 viw_cm_tcp_retrans(struct viw_device *vdev)
+{
+	struct viw_cep *cep;
+	struct socket *sock;
+	unsigned long flags;
+	u64 sum = 0;
+
+	spin_lock_irqsave(&viw_cep_list_lock, flags);
+	list_for_each_entry(cep, &viw_cep_list, cep_entry) {
+		sock = READ_ONCE(cep->sock);
+		if (cep->vdev == vdev && sock)
+			sum += READ_ONCE(tcp_sk(sock->sk)->total_retrans);
+	}
+	spin_unlock_irqrestore(&viw_cep_list_lock, flags);
+	return sum;
+}
+
 static void viw_cep_work(struct work_struct *work);
 static void viw_cep_timeout(struct work_struct *work);
 static void viw_cep_fin_retry(struct work_struct *work);
@@ -342,11 +363,19 @@ static void viw_cep_shutdown_socket(struct viw_cep *cep, bool abort)
  */
 static void viw_cep_release_socket(struct viw_cep *cep, bool abort)
 {
-	if (!cep->sock)
+	struct socket *sock = cep->sock;
+	unsigned long flags;
+
+	if (!sock)
 		return;
 	viw_cep_shutdown_socket(cep, abort);
-	sock_release(cep->sock);
-	cep->sock = NULL;
+	/* Its retransmissions stay counted (viw_cm_tcp_retrans). */
+	spin_lock_irqsave(&viw_cep_list_lock, flags);
+	viw_count(cep->vdev, VIW_CNT_TCP_RETRANS_CLOSED,
+		  READ_ONCE(tcp_sk(sock->sk)->total_retrans));
+	WRITE_ONCE(cep->sock, NULL);
+	spin_unlock_irqrestore(&viw_cep_list_lock, flags);
+	sock_release(sock);
 	viw_cep_put(cep);
 }
 
@@ -559,6 +588,7 @@ static void viw_cep_connect_failed(struct viw_cep *cep, int status)
 		cep->qp = NULL;
 	}
 	cep->state = VIW_CEP_CLOSED;
+	viw_count(cep->vdev, VIW_CNT_CONN_FAILED, 1);
 	viw_cm_upcall(cep, IW_CM_EVENT_CONNECT_REPLY, status);
 	viw_cep_drop_cm_id(cep);
 }
@@ -603,6 +633,8 @@ static void viw_cep_reply_received(struct viw_cep *cep)
 		return;
 	if (!rv)
 		rv = viw_mpa_check_reply(&cep->req, &cep->rep);
+	if (rv == -ECONNREFUSED)
+		viw_count(cep->vdev, VIW_CNT_MPA_REJECT_RCVD, 1);
 	if (rv) {
 		viw_cep_connect_failed(cep, rv == -ECONNREFUSED ?
 					    -ECONNREFUSED : -ECONNRESET);
@@ -738,6 +770,7 @@ static void viw_cep_request_received(struct viw_cep *cep)
 	if (rv == -EAGAIN)
 		return;
 	if (rv) {
+		viw_count(cep->vdev, VIW_CNT_CONN_FAILED, 1);
 		viw_cep_close(cep, 0, true);
 		return;
 	}
@@ -901,6 +934,7 @@ int viw_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 
 err_close:
 	/* A failed accept makes no upcall: iw_cm reports the error. */
+	viw_count(cep->vdev, VIW_CNT_CONN_FAILED, 1);
 	viw_cep_release_socket(cep, true);
 	cep->qp = NULL;
 	cep->state = VIW_CEP_CLOSED;
@@ -927,7 +961,8 @@ int viw_iw_reject(struct iw_cm_id *cm_id, const void *pdata, u8 pdata_len)
 			.revision = cep->req.revision,
 		};
 
-		viw_cep_send_frame(cep, &rep, pdata, pdata_len);
+		if (!viw_cep_send_frame(cep, &rep, pdata, pdata_len))
+			viw_count(cep->vdev, VIW_CNT_MPA_REJECT_SENT, 1);
 	}
 	viw_cep_release_socket(cep, false);
 	cep->state = VIW_CEP_CLOSED;

@@ -78,6 +78,7 @@ static const struct ib_device_ops viw_device_ops = {
 	.uverbs_abi_ver = VIW_ABI_VERSION,
 	.device_group = &viw_attr_group,
 
+	.alloc_hw_port_stats = viw_alloc_hw_port_stats,
 	.alloc_pd = viw_alloc_pd,
 	.alloc_ucontext = viw_alloc_ucontext,
 	.create_cq = viw_create_cq,
@@ -93,6 +94,7 @@ static const struct ib_device_ops viw_device_ops = {
 	.destroy_srq = viw_destroy_srq,
 	.get_dev_fw_str = viw_get_dev_fw_str,
 	.get_dma_mr = viw_get_dma_mr,
+	.get_hw_stats = viw_get_hw_stats,
 	.get_port_immutable = viw_get_port_immutable,
 	.iw_accept = viw_iw_accept,
 	.iw_add_ref = viw_iw_add_ref,
@@ -139,6 +141,10 @@ static struct viw_device *viw_device_alloc(struct net_device *ndev)
 	vdev = ib_alloc_device(viw_device, ibdev);
 	if (!vdev)
 		return NULL;
+	if (viw_stats_init(vdev)) {
+		ib_dealloc_device(&vdev->ibdev);
+		return NULL;
+	}
 
 	vdev->netdev = ndev;
 	spin_lock_init(&vdev->mac_lock);
@@ -193,6 +199,8 @@ static void viw_reap_devices(bool all)
 		 * core serialises unregistrations of a device.
 		 */
 		ib_unregister_device(&vdev->ibdev);
+		/* After the last core callback, as late as vdev lives. */
+		viw_stats_free(vdev);
 		put_device(&vdev->ibdev.dev);
 	}
 }
@@ -266,6 +274,7 @@ static int viw_newlink(const char *ibdev_name, struct net_device *ndev)
 	return 0;
 
 out_dealloc:
+	viw_stats_free(vdev);
 	ib_dealloc_device(&vdev->ibdev);
 out_unlock:
 	mutex_unlock(&viw_newlink_lock);

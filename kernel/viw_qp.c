@@ -521,7 +521,7 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 	reinit_completion(&qp->term_done);
 	viw_qp_set_kflags(qp, 0);
 	WRITE_ONCE(qp->state, IB_QPS_RTS);
-	viw_count(qp->vdev, VIW_CNT_CONNECTS, 1);
+	viw_count(qp->vdev, VIW_CNT_CONN_ESTABLISHED, 1);
 	ibdev_dbg(qp->ibqp.device, "QP %u: RTS, ord %u ird %u crc %d mulpdu %u\n",
 		  qp->ibqp.qp_num, qp->ord, qp->ird, qp->crc, qp->mulpdu);
 out:
@@ -553,8 +553,10 @@ void viw_qp_disconnect(struct viw_qp *qp)
 	cep = qp->cep;
 	qp->cep = NULL;
 	mutex_unlock(&qp->state_lock);
-	if (cep)
+	if (cep) {
+		viw_count(qp->vdev, VIW_CNT_CONN_CLOSED, 1);
 		viw_cep_put(cep);
+	}
 }
 
 /* Hold the transmit engine between FPDUs (for the FIN); false if busy. */

@@ -130,8 +130,8 @@ static int viw_tx_fpdu(struct viw_qp *qp, u32 hdr_len, int npay, u32 paylen,
 		return rv;
 	viw_count(qp->vdev, VIW_CNT_TX_FPDUS, 1);
 	viw_count(qp->vdev, VIW_CNT_TX_BYTES, paylen);
-	viw_count_max(qp->vdev, VIW_CNT_TX_MAX_PAYLOAD, paylen);
-	viw_count_max(qp->vdev, VIW_CNT_TX_MAX_PIECES, npay);
+	viw_count_max(qp->vdev, VIW_HWM_TX_PAYLOAD, paylen);
+	viw_count_max(qp->vdev, VIW_HWM_TX_PIECES, npay);
 	return 0;
 }
 
