@@ -437,6 +437,10 @@ struct rdma_hw_stats *viw_alloc_hw_port_stats(struct ib_device *ibdev,
 int viw_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 		     u32 port, int index);
 
+/* viw_res.c: driver details for "rdma resource show ... -dd" */
+int viw_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
+int viw_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq);
+int viw_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr);
 
 /* viw_device.c */
 int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
