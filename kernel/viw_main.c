@@ -223,6 +223,15 @@ static bool viw_netdev_taken(struct net_device *ndev)
 	return found;
 }
 
+/*
+ * rdma_link_ops.newlink gets no netlink extended ack (Linux 6.1 to 6.12),
+ * so the rdma tool can only print strerror() of what this returns: each
+ * reason has an errno of its own, and the kernel log says more.
+ *   -EOPNOTSUPP	the netdev is not Ethernet ("Operation not supported")
+ *   -EBUSY	the netdev has a viw device ("Device or resource busy")
+ *   -EEXIST	the name is taken ("File exists")
+ * The core itself answers -ENODEV when the netdev does not exist.
+ */
 static int viw_newlink(const char *ibdev_name, struct net_device *ndev)
 {
 	struct ib_device *other;
@@ -239,7 +248,7 @@ static int viw_newlink(const char *ibdev_name, struct net_device *ndev)
 	mutex_lock(&viw_newlink_lock);
 	if (viw_netdev_taken(ndev)) {
 		pr_warn("viw: %s already has a viw device\n", ndev->name);
-		rv = -EEXIST;
+		rv = -EBUSY;
 		goto out_unlock;
 	}
 	other = ib_device_get_by_name(ibdev_name, RDMA_DRIVER_UNKNOWN);
