@@ -25,6 +25,7 @@
 
 #include "viw.h"
 #include "viw_cm.h"
+#include "viw_trace.h"
 
 /* How long connection setup (TCP connect and MPA exchange) may take. */
 #define VIW_MPA_TIMEOUT		(10 * HZ)
@@ -426,6 +427,7 @@ static int viw_cm_upcall(struct viw_cep *cep, enum iw_cm_event_type type,
 	};
 
 	viw_cep_addrs(cep, &event);
+	trace_viw_cm_event(cep->vdev, cep, type, status);
 	switch (type) {
 	case IW_CM_EVENT_CONNECT_REQUEST:
 		cm_id = cep->listener->cm_id;
@@ -469,8 +471,7 @@ static void viw_cep_close(struct viw_cep *cep, int status, bool abort)
 
 	viw_cep_cancel_timer(cep);
 	if (was_up)
-		ibdev_dbg(&cep->vdev->ibdev, "CEP %p: close, status %d%s\n",
-			  cep, status, abort ? ", reset" : "");
+		trace_viw_cm_close(cep->vdev, cep, status, abort);
 	if (cep->qp)
 		viw_qp_conn_lost(cep->qp);
 	viw_cep_shutdown_socket(cep, abort);

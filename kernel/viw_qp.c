@@ -14,6 +14,7 @@
 
 #include "viw.h"
 #include "viw_cm.h"
+#include "viw_trace.h"
 
 #define VIW_MAX_QP_ID 0xffffff
 /* How long the error work waits for the TERMINATE to go out. */
@@ -170,6 +171,13 @@ static void viw_qp_event(struct viw_qp *qp, enum ib_event_type type)
 		qp->ibqp.event_handler(&event, qp->ibqp.qp_context);
 }
 
+/* Every state change goes through here: tracepoint viw:viw_qp_state. */
+static void viw_qp_store_state(struct viw_qp *qp, enum ib_qp_state next)
+{
+	trace_viw_qp_state(qp, qp->state, next);
+	WRITE_ONCE(qp->state, next);
+}
+
 static void viw_qp_set_kflags(struct viw_qp *qp, u32 kflags)
 {
 	viw_wq_set_kflags(&qp->sq, kflags);
@@ -179,7 +187,7 @@ static void viw_qp_set_kflags(struct viw_qp *qp, u32 kflags)
 /* Caller holds state_lock. */
 static void viw_qp_error_locked(struct viw_qp *qp)
 {
-	WRITE_ONCE(qp->state, IB_QPS_ERR);
+	viw_qp_store_state(qp, IB_QPS_ERR);
 	/* From here on the process rings the doorbell after every post. */
 	viw_qp_set_kflags(qp, VIW_RING_KF_ERROR);
 	/*
@@ -288,7 +296,7 @@ static int viw_qp_check_attr(struct viw_qp *qp, struct ib_qp_attr *attr,
  */
 static void viw_qp_reset_locked(struct viw_qp *qp)
 {
-	WRITE_ONCE(qp->state, IB_QPS_RESET);
+	viw_qp_store_state(qp, IB_QPS_RESET);
 	viw_qp_set_kflags(qp, 0);
 	/* As in viw_qp_error_locked: a WQE posted meanwhile is discarded. */
 	smp_mb();
@@ -315,7 +323,7 @@ static void viw_qp_set_state_locked(struct viw_qp *qp, enum ib_qp_state next)
 	/* SQD is the RDMAC CLOSING state: a graceful close of the stream. */
 	if (next == IB_QPS_SQD && qp->state == IB_QPS_RTS && qp->cep)
 		viw_cep_post_event(qp->cep, VIW_CEP_EV_CLOSE);
-	WRITE_ONCE(qp->state, next);
+	viw_qp_store_state(qp, next);
 }
 
 int viw_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
@@ -520,7 +528,7 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 	}
 	reinit_completion(&qp->term_done);
 	viw_qp_set_kflags(qp, 0);
-	WRITE_ONCE(qp->state, IB_QPS_RTS);
+	viw_qp_store_state(qp, IB_QPS_RTS);
 	viw_count(qp->vdev, VIW_CNT_CONN_ESTABLISHED, 1);
 	ibdev_dbg(qp->ibqp.device, "QP %u: RTS, ord %u ird %u crc %d mulpdu %u\n",
 		  qp->ibqp.qp_num, qp->ord, qp->ird, qp->crc, qp->mulpdu);
@@ -604,7 +612,7 @@ static void viw_qp_err_work(struct work_struct *work)
 	mutex_lock(&qp->state_lock);
 	connected = qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD;
 	if (connected)
-		WRITE_ONCE(qp->state, IB_QPS_SQE);
+		viw_qp_store_state(qp, IB_QPS_SQE);
 	mutex_unlock(&qp->state_lock);
 	if (!connected)
 		return;
@@ -652,6 +660,7 @@ void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause)
 	u8 status = viw_term_to_wc_status(cause);
 
 	viw_count(qp->vdev, VIW_CNT_TERM_RCVD, 1);
+	trace_viw_term_rcvd(qp, cause);
 	ibdev_info_ratelimited(qp->ibqp.device,
 			       "QP %u: peer TERMINATE layer %u type %u code %u\n",
 			       qp->ibqp.qp_num, cause->layer, cause->etype,

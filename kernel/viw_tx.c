@@ -18,6 +18,7 @@
 #include <net/sock.h>
 
 #include "viw.h"
+#include "viw_trace.h"
 
 /* FPDUs one run of the work item sends before it lets others run. */
 #define VIW_TX_BUDGET		64
@@ -532,6 +533,7 @@ static void viw_tx_terminate(struct viw_qp *qp)
 	if (qp->term_pending && qp->sock && !viw_tx_send_term(qp)) {
 		WRITE_ONCE(qp->term_sent, true);
 		viw_count(qp->vdev, VIW_CNT_TERM_SENT, 1);
+		trace_viw_term_sent(qp, &qp->term.cause);
 	}
 	complete_all(&qp->term_done);
 }
