@@ -146,8 +146,9 @@ static int viw_res_put_conn(struct sk_buff *msg, struct viw_qp *qp)
 	return sock ? viw_res_put_tuple(msg, sock->sk) : 0;
 }
 
-static int viw_res_put_qp(struct sk_buff *msg, struct viw_qp *qp)
+static int viw_res_put_qp(struct sk_buff *msg, void *obj)
 {
+	struct viw_qp *qp = obj;
 	int rv;
 
 	if (viw_res_put_wq(msg, "sq", &qp->sq))
@@ -162,52 +163,56 @@ static int viw_res_put_qp(struct sk_buff *msg, struct viw_qp *qp)
 	return rv;
 }
 
-int viw_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
+static int viw_res_put_cq(struct sk_buff *msg, void *obj)
 {
-	struct nlattr *table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
+	struct viw_cq *cq = obj;
 
-	if (!table)
-		return -EMSGSIZE;
-	if (viw_res_put_qp(msg, to_viw_qp(ibqp))) {
-		nla_nest_cancel(msg, table);
-		return -EMSGSIZE;
-	}
-	nla_nest_end(msg, table);
-	return 0;
-}
-
-int viw_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq)
-{
-	struct nlattr *table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
-	struct viw_cq *cq = to_viw_cq(ibcq);
-
-	if (!table)
-		return -EMSGSIZE;
 	if (viw_res_put_ring(msg, "ring", &cq->ring) ||
-	    rdma_nl_put_driver_u32(msg, "overflowed",
-				   READ_ONCE(cq->overflowed))) {
-		nla_nest_cancel(msg, table);
+	    rdma_nl_put_driver_u32(msg, "overflowed", READ_ONCE(cq->overflowed)))
 		return -EMSGSIZE;
-	}
-	nla_nest_end(msg, table);
 	return 0;
 }
 
-int viw_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
+static int viw_res_put_mr(struct sk_buff *msg, void *obj)
 {
-	struct nlattr *table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
-	struct viw_mr *mr = to_viw_mr(ibmr);
+	struct viw_mr *mr = obj;
 
-	if (!table)
-		return -EMSGSIZE;
 	if (rdma_nl_put_driver_string(msg, "type", mr->umem ? "user" : "dma") ||
 	    rdma_nl_put_driver_u64(msg, "pages", mr->num_pages) ||
 	    rdma_nl_put_driver_u32(msg, "page_offset", mr->page_offset) ||
 	    rdma_nl_put_driver_u32_hex(msg, "access", mr->access) ||
-	    rdma_nl_put_driver_u32(msg, "refs", refcount_read(&mr->ref))) {
+	    rdma_nl_put_driver_u32(msg, "refs", refcount_read(&mr->ref)))
+		return -EMSGSIZE;
+	return 0;
+}
+
+/* The driver's attributes of one object, nested as the core expects. */
+static int viw_res_fill(struct sk_buff *msg,
+			int (*put)(struct sk_buff *msg, void *obj), void *obj)
+{
+	struct nlattr *table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
+
+	if (!table)
+		return -EMSGSIZE;
+	if (put(msg, obj)) {
 		nla_nest_cancel(msg, table);
 		return -EMSGSIZE;
 	}
 	nla_nest_end(msg, table);
 	return 0;
+}
+
+int viw_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
+{
+	return viw_res_fill(msg, viw_res_put_qp, to_viw_qp(ibqp));
+}
+
+int viw_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq)
+{
+	return viw_res_fill(msg, viw_res_put_cq, to_viw_cq(ibcq));
+}
+
+int viw_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
+{
+	return viw_res_fill(msg, viw_res_put_mr, to_viw_mr(ibmr));
 }
