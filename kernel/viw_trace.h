@@ -11,7 +11,9 @@
  *   viw_flush		a work queue was flushed (or discarded, to RESET)
  *   viw_doorbell	the process rang a QP's doorbell
  *
- * Every event names its device; QP events the QP number.  Device names
+ * Every event names its device; QP events the QP number.  CM events name
+ * the connection by a hash of its endpoint, not by a kernel address.
+ * Device names
  * are copied into a fixed array rather than __string(), whose
  * __assign_str() changed arguments in Linux 6.10.
  */
@@ -21,6 +23,7 @@
 #if !defined(VIW_TRACE_H) || defined(TRACE_HEADER_MULTI_READ)
 #define VIW_TRACE_H
 
+#include <linux/hash.h>
 #include <linux/tracepoint.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/iw_cm.h>
@@ -90,21 +93,21 @@ TRACE_EVENT(viw_cm_event,
 	TP_ARGS(vdev, cep, event, status),
 	TP_STRUCT__entry(
 		__array(char, dev, IB_DEVICE_NAME_MAX)
-		__field(const void *, cep)
+		__field(u32, conn)
 		__field(u32, qpn)
 		__field(int, event)
 		__field(int, status)
 	),
 	TP_fast_assign(
 		strscpy(__entry->dev, viw_trace_dev(vdev), IB_DEVICE_NAME_MAX);
-		__entry->cep = cep;
+		__entry->conn = hash_ptr(cep, 32);
 		__entry->qpn = cep->qp ? cep->qp->ibqp.qp_num : 0;
 		__entry->event = event;
 		__entry->status = status;
 	),
-	TP_printk("dev=%s cep=%p qpn=%u event=%s status=%d", __entry->dev,
-		  __entry->cep, __entry->qpn, viw_show_cm_event(__entry->event),
-		  __entry->status)
+	TP_printk("dev=%s conn=%08x qpn=%u event=%s status=%d",
+		  __entry->dev, __entry->conn, __entry->qpn,
+		  viw_show_cm_event(__entry->event), __entry->status)
 );
 
 TRACE_EVENT(viw_cm_close,
@@ -113,20 +116,21 @@ TRACE_EVENT(viw_cm_close,
 	TP_ARGS(vdev, cep, status, reset),
 	TP_STRUCT__entry(
 		__array(char, dev, IB_DEVICE_NAME_MAX)
-		__field(const void *, cep)
+		__field(u32, conn)
 		__field(u32, qpn)
 		__field(int, status)
 		__field(bool, reset)
 	),
 	TP_fast_assign(
 		strscpy(__entry->dev, viw_trace_dev(vdev), IB_DEVICE_NAME_MAX);
-		__entry->cep = cep;
+		__entry->conn = hash_ptr(cep, 32);
 		__entry->qpn = cep->qp ? cep->qp->ibqp.qp_num : 0;
 		__entry->status = status;
 		__entry->reset = reset;
 	),
-	TP_printk("dev=%s cep=%p qpn=%u status=%d reset=%d", __entry->dev,
-		  __entry->cep, __entry->qpn, __entry->status, __entry->reset)
+	TP_printk("dev=%s conn=%08x qpn=%u status=%d reset=%d",
+		  __entry->dev, __entry->conn, __entry->qpn, __entry->status,
+		  __entry->reset)
 );
 
 DECLARE_EVENT_CLASS(viw_term_class,
