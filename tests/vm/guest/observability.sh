@@ -15,7 +15,8 @@
 #     connection: rings, engines, the TCP 4-tuple, MPA revision, CRC, RTR;
 #   - the tracepoints (events/viw/) fire with the right fields over one
 #     connection's life;
-#   - every "rdma link add" error prints its own reason.
+#   - every "rdma link add" error prints its own reason;
+#   - the trace-cmd recipe of docs/observability.md works.
 . "$(dirname "$0")/../lib.sh"
 
 need_peer_tools
@@ -133,6 +134,10 @@ for d in "$DEV_A" "$DEV_B"; do
 	traced "$t" "viw_flush: dev=$d qpn=[0-9]+ queue=sq flushed=[0-9]+"
 	traced "$t" "viw_flush: dev=$d qpn=[0-9]+ queue=rq flushed=[1-9]"
 done
+# conn ties the CM events of one connection: a's CLOSE is its CONNECT_REPLY's.
+conn=$(grep -E "viw_cm_event: dev=$DEV_A .*event=CONNECT_REPLY" "$t" | sed -E 's/.* conn=([0-9a-f]+) .*/\1/' | head -1)
+traced "$t" "viw_cm_event: dev=$DEV_A conn=${conn:-none} qpn=0 event=CLOSE status=0" 1
+traced "$t" "viw_cm_close: dev=$DEV_A conn=${conn:-none} qpn=[1-9][0-9]* status=0 reset=0" 1
 # The CLOSE comes after the state change to RTS, on each side.
 for d in "$DEV_A" "$DEV_B"; do
 	order=$(grep -E "dev=$d .*(-> RTS|event=CLOSE)" "$t" | sed -E 's/.*(RTS|CLOSE).*/\1/' | tr '\n' ' ')
@@ -269,6 +274,23 @@ for m in "va already has a viw device" "viwtun0: netdev type [0-9]+ not supporte
 	[[ "$d" =~ $m ]] || bad "kernel log does not say '$m'"
 done
 in_a ip link delete viwtun0
+
+# ---- the trace-cmd recipe of docs/observability.md -------------------------
+command -v trace-cmd >/dev/null || die "trace-cmd not installed (scripts/install-deps)"
+in_b rping -s -a "$IP_B" -C 1 -V </dev/null >"$VIW_OUT/tc-s.log" 2>&1 &
+spid=$!
+wait_listen "$NS_B" 7174
+trace-cmd record -q -e viw -f 'qpn != 0' -o "$VIW_OUT/viw.dat" \
+	ip netns exec "$NS_A" rping -c -a "$IP_B" -C 1 -V </dev/null >"$VIW_OUT/tc-record.log" 2>&1 ||
+	bad "trace-cmd record failed: $(tail -3 "$VIW_OUT/tc-record.log")"
+wait "$spid" || bad "rping server under trace-cmd failed"
+trace-cmd report -i "$VIW_OUT/viw.dat" >"$VIW_OUT/tc-report" 2>&1 || bad "trace-cmd report failed"
+traced "$VIW_OUT/tc-report" "viw_cm_event: +dev=$DEV_A .* qpn=[1-9][0-9]* event=CONNECT_REPLY status=0" 1
+traced "$VIW_OUT/tc-report" "viw_qp_state: +dev=$DEV_A qpn=[0-9]+ INIT -> RTS" 1
+traced "$VIW_OUT/tc-report" "viw_doorbell: +dev=$DEV_A "
+# the filter: no event without a QP
+traced "$VIW_OUT/tc-report" "qpn=0 " 0
+log "trace-cmd record/report: $(grep -c viw_ "$VIW_OUT/tc-report") events"
 
 [ "$failures" = 0 ] || die "$failures observability check(s) failed (see above)"
 log "all observability checks passed"
