@@ -733,6 +733,7 @@ int viw_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 
 	rv = viw_cep_bind_connect(cep, cm_id);
 	if (rv) {
+		viw_count(vdev, VIW_CNT_CONN_FAILED, 1);
 		cep->qp = NULL;
 		viw_qp_put(qp);
 		viw_cep_drop_cm_id(cep);
