@@ -144,6 +144,7 @@ static void viw_direct_fail(struct viw_qp *qp, int status)
 /* Called by viw_cm.c: a direct connect attempt failed. */
 void viw_direct_failed(struct viw_qp *qp, int status)
 {
+	viw_count(qp->vdev, VIW_CNT_CONN_FAILED, 1);
 	viw_direct_fail(qp, status);
 }
 
@@ -179,8 +180,10 @@ static void viw_direct_deadline(struct work_struct *work)
 						struct viw_direct_qp,
 						deadline);
 
-	if (!READ_ONCE(dq->qp->cep))
+	if (!READ_ONCE(dq->qp->cep)) {
+		viw_count(dq->qp->vdev, VIW_CNT_CONN_FAILED, 1);
 		viw_direct_fail(dq->qp, -ETIMEDOUT);
+	}
 }
 
 /*

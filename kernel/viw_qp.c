@@ -15,6 +15,7 @@
 
 #include "viw.h"
 #include "viw_cm.h"
+#include "viw_trace.h"
 
 #define VIW_MAX_QP_ID 0xffffff
 /* How long the error work waits for the TERMINATE to go out. */
@@ -186,6 +187,13 @@ static void viw_qp_event(struct viw_qp *qp, enum ib_event_type type)
 		qp->ibqp.event_handler(&event, qp->ibqp.qp_context);
 }
 
+/* Every state change goes through here: tracepoint viw:viw_qp_state. */
+static void viw_qp_store_state(struct viw_qp *qp, enum ib_qp_state next)
+{
+	trace_viw_qp_state(qp, qp->state, next);
+	WRITE_ONCE(qp->state, next);
+}
+
 static void viw_qp_set_kflags(struct viw_qp *qp, u32 kflags)
 {
 	viw_wq_set_kflags(&qp->sq, kflags);
@@ -195,7 +203,7 @@ static void viw_qp_set_kflags(struct viw_qp *qp, u32 kflags)
 /* Caller holds state_lock. */
 static void viw_qp_error_locked(struct viw_qp *qp)
 {
-	WRITE_ONCE(qp->state, IB_QPS_ERR);
+	viw_qp_store_state(qp, IB_QPS_ERR);
 	/* From here on the process rings the doorbell after every post. */
 	viw_qp_set_kflags(qp, VIW_RING_KF_ERROR);
 	/*
@@ -312,7 +320,7 @@ static int viw_qp_check_attr(struct viw_qp *qp, struct ib_qp_attr *attr,
  */
 static void viw_qp_reset_locked(struct viw_qp *qp)
 {
-	WRITE_ONCE(qp->state, IB_QPS_RESET);
+	viw_qp_store_state(qp, IB_QPS_RESET);
 	WRITE_ONCE(qp->peer_closed, false);
 	viw_qp_set_kflags(qp, 0);
 	/* As in viw_qp_error_locked: a WQE posted meanwhile is discarded. */
@@ -340,7 +348,7 @@ static void viw_qp_set_state_locked(struct viw_qp *qp, enum ib_qp_state next)
 	/* SQD is the RDMAC CLOSING state: a graceful close of the stream. */
 	if (next == IB_QPS_SQD && qp->state == IB_QPS_RTS && qp->cep)
 		viw_cep_post_event(qp->cep, VIW_CEP_EV_CLOSE);
-	WRITE_ONCE(qp->state, next);
+	viw_qp_store_state(qp, next);
 }
 
 /* Keep the IB attributes to report them back (struct viw_qp_ib_attrs). */
@@ -661,8 +669,8 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 	viw_qp_set_kflags(qp, 0);
 	/* modify_qp alone moves a modify_qp connection's QP. */
 	if (!qp->direct)
-		WRITE_ONCE(qp->state, IB_QPS_RTS);
-	viw_count(qp->vdev, VIW_CNT_CONNECTS, 1);
+		viw_qp_store_state(qp, IB_QPS_RTS);
+	viw_count(qp->vdev, VIW_CNT_CONN_ESTABLISHED, 1);
 	ibdev_dbg(qp->ibqp.device, "QP %u: RTS, ord %u ird %u crc %d mulpdu %u\n",
 		  qp->ibqp.qp_num, qp->ord, qp->ird, qp->crc, qp->mulpdu);
 out:
@@ -694,8 +702,10 @@ void viw_qp_disconnect(struct viw_qp *qp)
 	cep = qp->cep;
 	qp->cep = NULL;
 	mutex_unlock(&qp->state_lock);
-	if (cep)
+	if (cep) {
+		viw_count(qp->vdev, VIW_CNT_CONN_CLOSED, 1);
 		viw_cep_put(cep);
+	}
 }
 
 /* Hold the transmit engine between FPDUs (for the FIN); false if busy. */
@@ -745,7 +755,7 @@ static void viw_qp_err_work(struct work_struct *work)
 	connected = qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD ||
 		    (qp->state == IB_QPS_RTR && qp->cep);
 	if (connected)
-		WRITE_ONCE(qp->state, IB_QPS_SQE);
+		viw_qp_store_state(qp, IB_QPS_SQE);
 	mutex_unlock(&qp->state_lock);
 	if (!connected)
 		return;
@@ -793,6 +803,7 @@ void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause)
 	u8 status = viw_term_to_wc_status(cause);
 
 	viw_count(qp->vdev, VIW_CNT_TERM_RCVD, 1);
+	trace_viw_term_rcvd(qp, cause);
 	ibdev_info_ratelimited(qp->ibqp.device,
 			       "QP %u: peer TERMINATE layer %u type %u code %u\n",
 			       qp->ibqp.qp_num, cause->layer, cause->etype,

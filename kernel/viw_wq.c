@@ -13,6 +13,7 @@
 #include <linux/slab.h>
 
 #include "viw.h"
+#include "viw_trace.h"
 
 /* The flags word of both WQE formats, where ownership changes hands. */
 #define VIW_WQE_FLAGS_OFFSET 8
@@ -300,7 +301,7 @@ static void viw_wq_flush(struct viw_qp *qp, struct viw_wq *wq,
 {
 	u32 budget = 2 * wq->ring.num_slots;
 	unsigned long flags;
-	u32 batch, n;
+	u32 batch, n, total = 0;
 
 	do {
 		batch = min_t(u32, budget, VIW_WQ_BATCH);
@@ -308,7 +309,9 @@ static void viw_wq_flush(struct viw_qp *qp, struct viw_wq *wq,
 		n = viw_wq_flush_locked(qp, wq, cq, is_sq, batch);
 		spin_unlock_irqrestore(&wq->lock, flags);
 		budget -= n;
+		total += n;
 	} while (n == batch && budget);
+	trace_viw_flush(qp, is_sq, !cq, total);
 }
 
 void viw_sq_flush(struct viw_qp *qp)
@@ -536,6 +539,7 @@ int viw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		return -EOPNOTSUPP;
 	}
 	viw_count(to_viw_qp(ibqp)->vdev, VIW_CNT_DOORBELLS, 1);
+	trace_viw_doorbell(to_viw_qp(ibqp), true);
 	return viw_sq_doorbell(to_viw_qp(ibqp));
 }
 
@@ -551,6 +555,7 @@ int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	if (qp->srq)
 		return -EINVAL;
 	viw_count(qp->vdev, VIW_CNT_DOORBELLS, 1);
+	trace_viw_doorbell(qp, false);
 	return viw_rq_doorbell(qp);
 }
 

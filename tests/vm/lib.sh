@@ -268,6 +268,14 @@ pingpong_pair() {
 	grep -hE "(bytes|iters) in" "$VIW_OUT/$tag.client"
 }
 
+# port_counter DEV NAME: a port counter of DEV, as "rdma statistic" shows
+# it ("link DEV/1 name value name value ..."); fails if DEV has none NAME.
+port_counter() {
+	rdma statistic show link "$1/1" |
+		awk -v n="$2" '{ for (i = 3; i < NF; i += 2) if ($i == n) { print $(i + 1); f = 1 } }
+			END { exit !f }'
+}
+
 in_a() { ip netns exec "$NS_A" "$@"; }
 in_b() { ip netns exec "$NS_B" "$@"; }
 
