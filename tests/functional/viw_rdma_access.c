@@ -18,8 +18,17 @@
  *   s2  READ with the stale (deregistered) rkey.
  *   s3  WRITE to mr_local (valid rkey, no REMOTE_WRITE), then READ.
  *   s4  READ of 8 bytes straddling the end of target (bounds).
+ *   s5  RFC 7306 atomics on "atom" (REMOTE_ATOMIC|REMOTE_READ, 64-bit words
+ *       of RA_ATOM_INIT): two FetchAdds on one word, a CmpSwap that swaps
+ *       and one that does not, then a READ of the three words: all
+ *       succeed with the opcode and byte_len of an atomic, each returns
+ *       the original value, the READ and the server see exactly what the
+ *       operations left; then a normal rdma_disconnect.
+ *   s6  FetchAdd with an unregistered rkey.
+ *   s7  FetchAdd on target (valid rkey, no REMOTE_ATOMIC).
+ *   s8  FetchAdd on atom+4 (not 8-byte aligned).
  *
- * In s1..s4 every WR is signaled and a valid READ and WRITE trail the
+ * In s1..s4 and s6..s8 every WR is signaled and a valid READ and WRITE trail the
  * violation.  The client asserts, strictly: a WRITE in front of the
  * violation completes with SUCCESS (it completes locally once sent), the
  * violating READ or the READ behind the violating WRITE completes with
@@ -36,14 +45,16 @@
  *
  * The server asserts for each connection: it is established, it ends with
  * RDMA_CM_EVENT_DISCONNECTED, the QP is then in ERR, the server CQ stayed
- * empty, mr_local is untouched and target is untouched (s0: holds exactly
- * what the WRITE put there, and is restored afterwards).
+ * empty, mr_local is untouched, target is untouched (s0: holds exactly
+ * what the WRITE put there, and is restored afterwards) and so is atom
+ * (s5: holds what the atomics left).  A refused atomic leaves the
+ * client's result buffer untouched too.
  *
  * One "PASS name" or "FAIL name: why" line per check, "INFO" lines for
  * context, and a final "N passed, N failed"; exit 0 only if all passed.
  * Every wait has a deadline, and the whole run is bounded by -t (client
- * 45 s, server 50 s by default; a watchdog ends the process 5 s later if
- * a call blocks).  The server exits once all five connections ended.  The
+ * 80 s, server 85 s by default; a watchdog ends the process 5 s later if
+ * a call blocks).  The server exits once all connections ended.  The
  * client retries its first connection for 5 s while it is refused, so the
  * server may start at the same time.
  */
@@ -65,10 +76,13 @@
 
 #define RA_MAGIC		0x76697761	/* "viwa" */
 #define RA_DEFAULT_PORT		"7479"
-#define RA_CLIENT_SECS		45
-#define RA_SERVER_SECS		50
+#define RA_CLIENT_SECS		80
+#define RA_SERVER_SECS		85
 
 #define RA_TARGET_LEN		(64 * 1024)
+#define RA_ATOM_LEN		4096
+#define RA_ATOM_INIT		0x0102030405060708ULL
+#define RA_ATOM_SWAP		0xfedcba9876543210ULL
 #define RA_LOCAL_LEN		4096
 #define RA_STALE_LEN		4096
 #define RA_TARGET_FILL		0xa5
@@ -86,10 +100,11 @@
 #define RA_L_BACK		4096	/* READ back of s0 */
 #define RA_L_PROBE		8192	/* 8-byte READ sinks, 64 bytes apart */
 #define RA_L_JUNK		12288	/* trailing WRITE source */
+#define RA_L_ATOM		16384	/* atomic results, 64 bytes apart */
 
 #define RA_RD_DEPTH		4
 #define RA_QP_DEPTH		16
-#define RA_MAX_OPS		4
+#define RA_MAX_OPS		6
 
 #define RA_RESOLVE_MS		2000
 #define RA_EVENT_MS		3000
@@ -106,6 +121,10 @@ enum {
 	RA_S_STALE_RKEY,
 	RA_S_NO_RIGHTS,
 	RA_S_BOUNDS,
+	RA_S_ATOMIC,
+	RA_S_ATOMIC_BAD_RKEY,
+	RA_S_ATOMIC_NO_RIGHTS,
+	RA_S_ATOMIC_UNALIGNED,
 	RA_NUM_SCENARIOS,
 };
 
@@ -115,7 +134,17 @@ static const char *const ra_scenario_names[RA_NUM_SCENARIOS] = {
 	[RA_S_STALE_RKEY] = "READ with a deregistered rkey",
 	[RA_S_NO_RIGHTS] = "WRITE to an MR without REMOTE_WRITE, then READ",
 	[RA_S_BOUNDS] = "READ across the end of the MR",
+	[RA_S_ATOMIC] = "FetchAdd and CmpSwap, then READ",
+	[RA_S_ATOMIC_BAD_RKEY] = "FetchAdd with an unregistered rkey",
+	[RA_S_ATOMIC_NO_RIGHTS] = "FetchAdd on an MR without REMOTE_ATOMIC",
+	[RA_S_ATOMIC_UNALIGNED] = "FetchAdd at an unaligned address",
 };
+
+/* The scenarios that end in a normal disconnect; the others in ERR. */
+static bool ra_valid_scenario(int sc)
+{
+	return sc == RA_S_VALID || sc == RA_S_ATOMIC;
+}
 
 /* Client -> server, in the rdma_connect private data (big endian). */
 struct ra_hello {
@@ -133,7 +162,8 @@ struct ra_offer {
 	uint32_t rw_rkey;
 	uint32_t local_rkey;
 	uint32_t stale_rkey;
-	uint32_t reserved;
+	uint32_t atom_rkey;
+	uint64_t atom_addr;
 };
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -215,6 +245,10 @@ struct ra_op {
 	uint64_t raddr;
 	uint32_t rkey;
 	enum ibv_wc_status want;
+	/* atomics: operands, and the original value a success returns */
+	uint64_t compare_add;
+	uint64_t swap;
+	uint64_t want_orig;
 };
 
 static void client_close(struct ra_client *c)
@@ -292,6 +326,8 @@ static int client_parse_offer(struct ra_client *c, int sc,
 	c->peer.rw_rkey = be32toh(o.rw_rkey);
 	c->peer.local_rkey = be32toh(o.local_rkey);
 	c->peer.stale_rkey = be32toh(o.stale_rkey);
+	c->peer.atom_rkey = be32toh(o.atom_rkey);
+	c->peer.atom_addr = be64toh(o.atom_addr);
 	if (c->peer.magic != RA_MAGIC || c->peer.scenario != (uint32_t)sc) {
 		snprintf(c->why, sizeof(c->why),
 			 "accept private data: magic %#x scenario %u",
@@ -376,6 +412,43 @@ static bool client_connect_retry(struct ra_client *c, int sc, bool first)
 			 .len = (_len), .raddr = (_raddr), .rkey = (_rkey), \
 			 .want = (_want) })
 
+/* An atomic on the 8 bytes at @raddr; its result goes to slot @slot. */
+#define RA_ATOMIC(_what, _op, _slot, _raddr, _rkey, _want, _cmp_add, \
+		  _swap, _orig) \
+	((struct ra_op){ .what = (_what), .opcode = (_op), \
+			 .loff = RA_L_ATOM + 64 * (_slot), .len = 8, \
+			 .raddr = (_raddr), .rkey = (_rkey), .want = (_want), \
+			 .compare_add = (_cmp_add), .swap = (_swap), \
+			 .want_orig = (_orig) })
+
+static bool ra_is_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	       op == IBV_WR_ATOMIC_CMP_AND_SWP;
+}
+
+/* s5: the atomics and the READ of what they left. */
+static int build_atomic_ops(const struct ra_offer *p, struct ra_op *ops)
+{
+	const uint64_t a = p->atom_addr;
+	const uint32_t k = p->atom_rkey;
+	int n = 0;
+
+	ops[n++] = RA_ATOMIC("FetchAdd 5", IBV_WR_ATOMIC_FETCH_AND_ADD, 0, a,
+			     k, IBV_WC_SUCCESS, 5, 0, RA_ATOM_INIT);
+	ops[n++] = RA_ATOMIC("FetchAdd 7", IBV_WR_ATOMIC_FETCH_AND_ADD, 1, a,
+			     k, IBV_WC_SUCCESS, 7, 0, RA_ATOM_INIT + 5);
+	ops[n++] = RA_ATOMIC("CmpSwap equal", IBV_WR_ATOMIC_CMP_AND_SWP, 2,
+			     a + 8, k, IBV_WC_SUCCESS, RA_ATOM_INIT,
+			     RA_ATOM_SWAP, RA_ATOM_INIT);
+	ops[n++] = RA_ATOMIC("CmpSwap unequal", IBV_WR_ATOMIC_CMP_AND_SWP, 3,
+			     a + 16, k, IBV_WC_SUCCESS, RA_ATOM_INIT + 1,
+			     RA_ATOM_SWAP, RA_ATOM_INIT);
+	ops[n++] = RA_OP("READ 3 words", IBV_WR_RDMA_READ, RA_L_BACK, 24, a, k,
+			 IBV_WC_SUCCESS);
+	return n;
+}
+
 /* The valid READ and WRITE posted behind a violation: both flushed. */
 static int add_trailers(const struct ra_offer *p, struct ra_op *ops, int n)
 {
@@ -434,6 +507,26 @@ static int build_ops(const struct ra_client *c, int sc, struct ra_op *ops)
 				 p->rw_addr + RA_TARGET_LEN - 4, p->rw_rkey,
 				 IBV_WC_REM_ACCESS_ERR);
 		break;
+	case RA_S_ATOMIC:
+		return build_atomic_ops(p, ops);
+	case RA_S_ATOMIC_BAD_RKEY:
+		ops[n++] = RA_ATOMIC("FetchAdd unregistered rkey",
+				     IBV_WR_ATOMIC_FETCH_AND_ADD, 0,
+				     p->atom_addr, c->bad_rkey,
+				     IBV_WC_REM_ACCESS_ERR, 1, 0, 0);
+		break;
+	case RA_S_ATOMIC_NO_RIGHTS:
+		ops[n++] = RA_ATOMIC("FetchAdd on target",
+				     IBV_WR_ATOMIC_FETCH_AND_ADD, 0,
+				     p->rw_addr, p->rw_rkey,
+				     IBV_WC_REM_ACCESS_ERR, 1, 0, 0);
+		break;
+	case RA_S_ATOMIC_UNALIGNED:
+		ops[n++] = RA_ATOMIC("FetchAdd at atom+4",
+				     IBV_WR_ATOMIC_FETCH_AND_ADD, 0,
+				     p->atom_addr + 4, p->atom_rkey,
+				     IBV_WC_REM_ACCESS_ERR, 1, 0, 0);
+		break;
 	}
 	return add_trailers(p, ops, n);
 }
@@ -457,6 +550,13 @@ static int client_post(struct ra_client *c, const struct ra_op *ops, int n)
 		wr[i].num_sge = 1;
 		wr[i].opcode = ops[i].opcode;
 		wr[i].send_flags = IBV_SEND_SIGNALED;
+		if (ra_is_atomic(ops[i].opcode)) {
+			wr[i].wr.atomic.remote_addr = ops[i].raddr;
+			wr[i].wr.atomic.rkey = ops[i].rkey;
+			wr[i].wr.atomic.compare_add = ops[i].compare_add;
+			wr[i].wr.atomic.swap = ops[i].swap;
+			continue;
+		}
 		wr[i].wr.rdma.remote_addr = ops[i].raddr;
 		wr[i].wr.rdma.rkey = ops[i].rkey;
 	}
@@ -488,7 +588,16 @@ static const char *wc_status_name(enum ibv_wc_status status)
 
 static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op)
 {
-	return op == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE;
+	switch (op) {
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	default:
+		return IBV_WC_RDMA_WRITE;
+	}
 }
 
 /* The i-th completion against the i-th WR; true if it matches. */
@@ -520,7 +629,8 @@ static bool check_wc(int sc, int i, const struct ra_op *op,
 			wc_opcode_of(op->opcode));
 		return false;
 	}
-	if (wc->status == IBV_WC_SUCCESS && op->opcode == IBV_WR_RDMA_READ &&
+	if (wc->status == IBV_WC_SUCCESS &&
+	    (op->opcode == IBV_WR_RDMA_READ || ra_is_atomic(op->opcode)) &&
 	    wc->byte_len != op->len) {
 		vt_fail(name, "byte_len %u, expected %u", wc->byte_len,
 			op->len);
@@ -575,6 +685,68 @@ static void client_check_s0_data(struct ra_client *c)
 		 off < 0 ? 0 : c->buf[RA_L_PROBE + off], RA_TARGET_FILL);
 }
 
+/* The 64-bit word at @p, which need not be aligned. */
+static uint64_t load_u64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/*
+ * Each atomic's result buffer: the original value if it succeeded, still
+ * the fill (zero) if it was refused.
+ */
+static void client_check_atomic_results(struct ra_client *c, int sc,
+					const struct ra_op *ops, int n)
+{
+	char name[96];
+	uint64_t got;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (!ra_is_atomic(ops[i].opcode))
+			continue;
+		got = load_u64(c->buf + ops[i].loff);
+		if (ops[i].want == IBV_WC_SUCCESS) {
+			snprintf(name, sizeof(name),
+				 "s%d %s returns the original value", sc,
+				 ops[i].what);
+			vt_check(got == ops[i].want_orig, name,
+				 "%#llx, expected %#llx",
+				 (unsigned long long)got,
+				 (unsigned long long)ops[i].want_orig);
+		} else {
+			snprintf(name, sizeof(name),
+				 "s%d %s leaves the result buffer alone", sc,
+				 ops[i].what);
+			vt_check(got == 0, name, "it holds %#llx",
+				 (unsigned long long)got);
+		}
+	}
+}
+
+/* What the atomics of s5 left in the three words. */
+static const uint64_t ra_atom_after[3] = {
+	RA_ATOM_INIT + 12, RA_ATOM_SWAP, RA_ATOM_INIT,
+};
+
+static void client_check_atomic_data(struct ra_client *c)
+{
+	char name[96];
+	uint64_t got;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		got = load_u64(c->buf + RA_L_BACK + 8 * i);
+		snprintf(name, sizeof(name), "s5 READ word %d after atomics", i);
+		vt_check(got == ra_atom_after[i], name, "%#llx, expected %#llx",
+			 (unsigned long long)got,
+			 (unsigned long long)ra_atom_after[i]);
+	}
+}
+
 static void client_wait_disconnected(struct ra_client *c, int sc)
 {
 	struct rdma_cm_event *ev;
@@ -588,7 +760,7 @@ static void client_wait_disconnected(struct ra_client *c, int sc)
 		vt_fail(name, "%s", c->why);
 		return;
 	}
-	if (sc != RA_S_VALID)
+	if (!ra_valid_scenario(sc))
 		vt_info("s%d DISCONNECTED status %d", sc, ev->status);
 	rdma_ack_cm_event(ev);
 	vt_pass("%s", name);
@@ -611,7 +783,8 @@ static uint32_t pick_bad_rkey(const struct ra_offer *p)
 
 	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		r = (uint32_t)(vt_now_ms() * 2654435761u) ^ (uint32_t)getpid();
-	while (r == p->rw_rkey || r == p->local_rkey || r == p->stale_rkey)
+	while (r == p->rw_rkey || r == p->local_rkey || r == p->stale_rkey ||
+	       r == p->atom_rkey)
 		r = r * 1103515245u + 12345u;
 	return r;
 }
@@ -627,9 +800,9 @@ static void client_scenario(struct ra_client *c, int sc, bool first)
 	client_fill(c);
 	if (!client_connect_retry(c, sc, first))
 		return;
-	if (sc == RA_S_BAD_RKEY) {
+	if (sc == RA_S_BAD_RKEY || sc == RA_S_ATOMIC_BAD_RKEY) {
 		c->bad_rkey = pick_bad_rkey(&c->peer);
-		vt_info("s1 uses rkey %#x", c->bad_rkey);
+		vt_info("s%d uses rkey %#x", sc, c->bad_rkey);
 	}
 	n = build_ops(c, sc, ops);
 	rv = client_post(c, ops, n);
@@ -637,14 +810,19 @@ static void client_scenario(struct ra_client *c, int sc, bool first)
 	vt_check(!rv, name, "ibv_post_send: %s", strerror(rv));
 	if (!rv)
 		wcs_ok = client_check_wcs(c, sc, ops, n);
-	if (sc == RA_S_VALID) {
-		if (wcs_ok)
+	if (wcs_ok)
+		client_check_atomic_results(c, sc, ops, n);
+	if (ra_valid_scenario(sc)) {
+		if (wcs_ok && sc == RA_S_VALID)
 			client_check_s0_data(c);
+		else if (wcs_ok)
+			client_check_atomic_data(c);
 		else
-			vt_fail("s0 data",
-				"not checked: the WRs did not succeed");
+			vt_fail("valid scenario data",
+				"s%d not checked: the WRs did not succeed", sc);
 		if (rdma_disconnect(c->id))
-			vt_fail("s0 rdma_disconnect", "%s", strerror(errno));
+			vt_fail("rdma_disconnect", "s%d: %s", sc,
+				strerror(errno));
 	} else {
 		snprintf(name, sizeof(name), "s%d client QP in ERR", sc);
 		check_qp_err(name, c->id->qp, RA_QP_ERR_MS);
@@ -701,8 +879,10 @@ struct ra_server {
 	uint8_t *target;
 	uint8_t *local;
 	uint8_t *stale;
+	uint64_t *atom;
 	struct ibv_mr *mr_rw;
 	struct ibv_mr *mr_local;
+	struct ibv_mr *mr_atom;
 	uint32_t stale_rkey;
 	struct ra_conn conn[RA_NUM_SCENARIOS];
 	bool done[RA_NUM_SCENARIOS];
@@ -717,7 +897,39 @@ static uint8_t *alloc_filled(size_t len, uint8_t fill)
 	return p;
 }
 
-/* target, mr_local and a stale rkey, registered before any connection. */
+static void atom_fill(uint64_t *atom)
+{
+	size_t i;
+
+	for (i = 0; i < RA_ATOM_LEN / 8; i++)
+		atom[i] = RA_ATOM_INIT;
+}
+
+/* atom, with the rights s5 needs and nothing else remote but READ. */
+static int server_setup_atom(struct ra_server *s)
+{
+	s->atom = aligned_alloc(4096, RA_ATOM_LEN);
+	if (!s->atom) {
+		vt_fail("setup", "out of memory");
+		return -1;
+	}
+	atom_fill(s->atom);
+	s->mr_atom = ibv_reg_mr(s->pd, s->atom, RA_ATOM_LEN,
+				IBV_ACCESS_LOCAL_WRITE |
+				IBV_ACCESS_REMOTE_READ |
+				IBV_ACCESS_REMOTE_ATOMIC);
+	if (!s->mr_atom) {
+		vt_fail("setup", "ibv_reg_mr(REMOTE_ATOMIC): %s",
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * target, mr_local, atom and a stale rkey, registered before any
+ * connection.
+ */
 static int server_setup_mrs(struct ra_server *s)
 {
 	int remote = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -739,6 +951,8 @@ static int server_setup_mrs(struct ra_server *s)
 	s->mr_rw = ibv_reg_mr(s->pd, s->target, RA_TARGET_LEN, remote);
 	s->mr_local = ibv_reg_mr(s->pd, s->local, RA_LOCAL_LEN,
 				 IBV_ACCESS_LOCAL_WRITE);
+	if (server_setup_atom(s))
+		return -1;
 	/* Registered last so that no later registration reuses its index. */
 	stale = ibv_reg_mr(s->pd, s->stale, RA_STALE_LEN, remote);
 	if (!s->mr_rw || !s->mr_local || !stale) {
@@ -750,8 +964,9 @@ static int server_setup_mrs(struct ra_server *s)
 		vt_fail("setup", "ibv_dereg_mr: %s", strerror(errno));
 		return -1;
 	}
-	vt_info("mr_rw rkey %#x, mr_local rkey %#x, stale rkey %#x",
-		s->mr_rw->rkey, s->mr_local->rkey, s->stale_rkey);
+	vt_info("mr_rw rkey %#x, mr_local rkey %#x, stale rkey %#x, "
+		"mr_atom rkey %#x", s->mr_rw->rkey, s->mr_local->rkey,
+		s->stale_rkey, s->mr_atom->rkey);
 	return 0;
 }
 
@@ -779,6 +994,8 @@ static void server_close(struct ra_server *s)
 		ibv_dereg_mr(s->mr_rw);
 	if (s->mr_local)
 		ibv_dereg_mr(s->mr_local);
+	if (s->mr_atom)
+		ibv_dereg_mr(s->mr_atom);
 	if (s->pd)
 		ibv_dealloc_pd(s->pd);
 	if (s->listen)
@@ -788,6 +1005,7 @@ static void server_close(struct ra_server *s)
 	free(s->target);
 	free(s->local);
 	free(s->stale);
+	free(s->atom);
 }
 
 static void server_offer(const struct ra_server *s, int sc,
@@ -802,6 +1020,8 @@ static void server_offer(const struct ra_server *s, int sc,
 	o->rw_rkey = htobe32(s->mr_rw->rkey);
 	o->local_rkey = htobe32(s->mr_local->rkey);
 	o->stale_rkey = htobe32(s->stale_rkey);
+	o->atom_rkey = htobe32(s->mr_atom->rkey);
+	o->atom_addr = htobe64((uintptr_t)s->atom);
 }
 
 static void conn_free(struct ra_conn *conn)
@@ -928,7 +1148,40 @@ static void server_check_target(struct ra_server *s, int sc)
 	memset(s->target + start, RA_TARGET_FILL, RA_TARGET_LEN - start);
 }
 
-/* After DISCONNECTED: the QP, the CQ, mr_local and target. */
+/*
+ * atom after connection @sc: s5 leaves ra_atom_after[] in its first three
+ * words, the others nothing.  Restored afterwards, like target; while s5
+ * is still open its three words are left to it.
+ */
+static void server_check_atom(struct ra_server *s, int sc)
+{
+	bool s5_open = sc != RA_S_ATOMIC && s->conn[RA_S_ATOMIC].id;
+	size_t start = 0, i;
+	char name[96];
+	long bad = -1;
+
+	for (i = 0; sc == RA_S_ATOMIC && i < 3; i++) {
+		snprintf(name, sizeof(name),
+			 "server s5 atom word %zu after atomics", i);
+		vt_check(s->atom[i] == ra_atom_after[i], name,
+			 "%#llx, expected %#llx",
+			 (unsigned long long)s->atom[i],
+			 (unsigned long long)ra_atom_after[i]);
+	}
+	if (sc == RA_S_ATOMIC || s5_open)
+		start = 3;
+	for (i = start; i < RA_ATOM_LEN / 8 && bad < 0; i++)
+		if (s->atom[i] != RA_ATOM_INIT)
+			bad = (long)i;
+	snprintf(name, sizeof(name), "server s%d %satom unchanged", sc,
+		 start ? "rest of " : "");
+	vt_check(bad < 0, name, "word %ld is %#llx", bad,
+		 bad < 0 ? 0ULL : (unsigned long long)s->atom[bad]);
+	if (!s5_open)
+		atom_fill(s->atom);
+}
+
+/* After DISCONNECTED: the QP, the CQ, mr_local, target and atom. */
 static void server_check(struct ra_server *s, struct ra_conn *conn)
 {
 	int sc = conn->scenario;
@@ -953,6 +1206,7 @@ static void server_check(struct ra_server *s, struct ra_conn *conn)
 	memset(s->local, RA_LOCAL_FILL, RA_LOCAL_LEN);
 
 	server_check_target(s, sc);
+	server_check_atom(s, sc);
 }
 
 /* An event on an accepted connection. */
@@ -975,7 +1229,7 @@ static void server_conn_event(struct ra_server *s, struct ra_conn *conn,
 		if (!conn->established)
 			vt_fail(name, "DISCONNECTED before ESTABLISHED");
 		vt_pass("server s%d DISCONNECTED", sc);
-		if (sc != RA_S_VALID)
+		if (!ra_valid_scenario(sc))
 			vt_info("server s%d DISCONNECTED status %d", sc,
 				status);
 		server_check(s, conn);

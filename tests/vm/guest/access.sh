@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-# vmtest-timeout: 180
+# vmtest-timeout: 300
 #
 # Remote access enforcement (tests/functional/viw_rdma_access.c): RDMA
 # WRITE and READ with a wrong, a stale and an unauthorised rkey and out of

@@ -101,6 +101,10 @@ result_of() {
 for t in test_cq_events_rc test_ro_rc_traffic test_rdmacm_sync_traffic \
 	 test_rdmacm_async_read test_rdmacm_async_write test_rdmacm_async_reject_traffic \
 	 test_create_rc_qp_no_attr test_create_rc_qp_with_attr \
+	 test_atomic_cmp_and_swap test_atomic_fetch_and_add \
+	 test_atomic_invalid_qp_access test_atomic_invalid_mr_access \
+	 test_atomic_non_aligned_addr test_atomic_invalid_lkey \
+	 test_atomic_invalid_rkey \
 	 ${PYVERBS_MUST_PASS:-}; do
 	[ "$(result_of "$t")" = ok ] || die "pyverbs: $t did not pass: $(result_of "$t")"
 done
