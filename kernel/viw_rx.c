@@ -201,6 +201,27 @@ static int viw_rx_start_read_resp(struct viw_qp *qp)
 	return 0;
 }
 
+/*
+ * Queue a READ or atomic for the TX engine, in arrival order; beyond the
+ * IRD it is refused (and its MR reference dropped).
+ */
+static int viw_rx_queue_inbound(struct viw_qp *qp,
+				const struct viw_irq_entry *ent)
+{
+	if (!viw_irq_push(qp, ent)) {
+		ibdev_dbg(qp->ibqp.device, "QP %u: %s beyond IRD %u\n",
+			  qp->ibqp.qp_num, ent->atomic ? "atomic" : "READ",
+			  qp->ird);
+		if (ent->mr)
+			viw_mr_put(ent->mr);
+		return viw_rx_untagged_error(qp,
+					     VIW_DDP_EC_UT_INVALID_MSN_RANGE);
+	}
+	qp->rx.msn_rreq++;
+	viw_tx_kick(qp);
+	return 0;
+}
+
 static int viw_rx_read_req(struct viw_qp *qp)
 {
 	struct viw_rx *rx = &qp->rx;
@@ -225,17 +246,7 @@ static int viw_rx_read_req(struct viw_qp *qp)
 			return -EPROTO;
 		}
 	}
-	if (!viw_irq_push(qp, &ent)) {
-		ibdev_dbg(qp->ibqp.device, "QP %u: READ beyond IRD %u\n",
-			  qp->ibqp.qp_num, qp->ird);
-		if (ent.mr)
-			viw_mr_put(ent.mr);
-		return viw_rx_untagged_error(qp,
-					     VIW_DDP_EC_UT_INVALID_MSN_RANGE);
-	}
-	rx->msn_rreq++;
-	viw_tx_kick(qp);
-	return 0;
+	return viw_rx_queue_inbound(qp, &ent);
 }
 
 /* Where the RDMAP body of an untagged segment starts in rx->hdr. */
@@ -306,14 +317,7 @@ static int viw_rx_atomic_req(struct viw_qp *qp)
 	ent.mr = viw_rx_atomic_target(qp, &ent.areq);
 	if (!ent.mr)
 		return -EPROTO;
-	if (!viw_irq_push(qp, &ent)) {
-		viw_mr_put(ent.mr);
-		return viw_rx_untagged_error(qp,
-					     VIW_DDP_EC_UT_INVALID_MSN_RANGE);
-	}
-	rx->msn_rreq++;
-	viw_tx_kick(qp);
-	return 0;
+	return viw_rx_queue_inbound(qp, &ent);
 }
 
 /*

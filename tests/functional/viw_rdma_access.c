@@ -27,6 +27,12 @@
  *   s6  FetchAdd with an unregistered rkey.
  *   s7  FetchAdd on target (valid rkey, no REMOTE_ATOMIC).
  *   s8  FetchAdd on atom+4 (not 8-byte aligned).
+ *   s9, s10  two connections at once, each posting RA_CONC_OPS FetchAdds
+ *       of 1 on the same word of atom, in batches, alternating: every one
+ *       succeeds, and the original values returned over both QPs are
+ *       exactly RA_ATOM_INIT .. RA_ATOM_INIT + 2 * RA_CONC_OPS - 1, each
+ *       once (no add was lost or applied twice, whichever QP's engine ran
+ *       it); the server finds the sum.  Both end in a normal disconnect.
  *
  * In s1..s4 and s6..s8 every WR is signaled and a valid READ and WRITE trail the
  * violation.  The client asserts, strictly: a WRITE in front of the
@@ -101,6 +107,11 @@
 #define RA_L_PROBE		8192	/* 8-byte READ sinks, 64 bytes apart */
 #define RA_L_JUNK		12288	/* trailing WRITE source */
 #define RA_L_ATOM		16384	/* atomic results, 64 bytes apart */
+#define RA_L_CONC		20480	/* s9/s10 results, 8 bytes apart */
+
+#define RA_CONC_WORD		4	/* the word of atom s9 and s10 add to */
+#define RA_CONC_BATCH		8
+#define RA_CONC_OPS		(25 * RA_CONC_BATCH)	/* per QP */
 
 #define RA_RD_DEPTH		4
 #define RA_QP_DEPTH		16
@@ -125,6 +136,8 @@ enum {
 	RA_S_ATOMIC_BAD_RKEY,
 	RA_S_ATOMIC_NO_RIGHTS,
 	RA_S_ATOMIC_UNALIGNED,
+	RA_S_CONC_A,
+	RA_S_CONC_B,
 	RA_NUM_SCENARIOS,
 };
 
@@ -138,12 +151,15 @@ static const char *const ra_scenario_names[RA_NUM_SCENARIOS] = {
 	[RA_S_ATOMIC_BAD_RKEY] = "FetchAdd with an unregistered rkey",
 	[RA_S_ATOMIC_NO_RIGHTS] = "FetchAdd on an MR without REMOTE_ATOMIC",
 	[RA_S_ATOMIC_UNALIGNED] = "FetchAdd at an unaligned address",
+	[RA_S_CONC_A] = "FetchAdds on one word from two QPs, QP a",
+	[RA_S_CONC_B] = "FetchAdds on one word from two QPs, QP b",
 };
 
 /* The scenarios that end in a normal disconnect; the others in ERR. */
 static bool ra_valid_scenario(int sc)
 {
-	return sc == RA_S_VALID || sc == RA_S_ATOMIC;
+	return sc == RA_S_VALID || sc == RA_S_ATOMIC || sc == RA_S_CONC_A ||
+	       sc == RA_S_CONC_B;
 }
 
 /* Client -> server, in the rdma_connect private data (big endian). */
@@ -831,9 +847,123 @@ static void client_scenario(struct ra_client *c, int sc, bool first)
 	client_close(c);
 }
 
+/* Post one batch of FetchAdd 1 on the shared word; results from @slot. */
+static int conc_post(struct ra_client *c, int slot)
+{
+	struct ibv_send_wr wr[RA_CONC_BATCH], *bad;
+	struct ibv_sge sge[RA_CONC_BATCH];
+	int i;
+
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < RA_CONC_BATCH; i++) {
+		sge[i] = (struct ibv_sge){
+			.addr = (uintptr_t)(c->buf + RA_L_CONC +
+					    8 * (slot + i)),
+			.length = 8,
+			.lkey = c->mr->lkey,
+		};
+		wr[i].wr_id = slot + i;
+		wr[i].next = i + 1 < RA_CONC_BATCH ? &wr[i + 1] : NULL;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].wr.atomic.remote_addr = c->peer.atom_addr +
+					      8 * RA_CONC_WORD;
+		wr[i].wr.atomic.rkey = c->peer.atom_rkey;
+		wr[i].wr.atomic.compare_add = 1;
+	}
+	return ibv_post_send(c->id->qp, wr, &bad);
+}
+
+/* A batch's completions: all there, successful FetchAdds of 8 bytes. */
+static bool conc_reap(struct ra_client *c, const char *qp_name)
+{
+	struct ibv_wc wc[RA_CONC_BATCH];
+	int got, i;
+
+	got = vt_poll_cq_until(c->cq, wc, RA_CONC_BATCH,
+			       vt_deadline_in(RA_CQ_MS));
+	for (i = 0; i < got; i++)
+		if (wc[i].status != IBV_WC_SUCCESS ||
+		    wc[i].opcode != IBV_WC_FETCH_ADD || wc[i].byte_len != 8)
+			break;
+	if (got == RA_CONC_BATCH && i == got)
+		return true;
+	vt_fail("s9/s10 FetchAdds complete", "QP %s: %d of %d completions, "
+		"%s", qp_name, got, RA_CONC_BATCH,
+		i < got ? wc_status_name(wc[i].status) : "timed out");
+	return false;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The originals returned over both QPs, sorted, must be INIT, INIT + 1,
+ * ...: each add was applied once, atomically with the other QP's.
+ */
+static void conc_check_values(const uint8_t *buf)
+{
+	static uint64_t v[2 * RA_CONC_OPS];
+	int i;
+
+	for (i = 0; i < 2 * RA_CONC_OPS; i++)
+		v[i] = load_u64(buf + RA_L_CONC + 8 * i);
+	qsort(v, 2 * RA_CONC_OPS, sizeof(v[0]), cmp_u64);
+	for (i = 0; i < 2 * RA_CONC_OPS; i++)
+		if (v[i] != RA_ATOM_INIT + (uint64_t)i)
+			break;
+	vt_check(i == 2 * RA_CONC_OPS,
+		 "s9/s10 each original value returned exactly once",
+		 "sorted value %d is %#llx, expected %#llx", i,
+		 i < 2 * RA_CONC_OPS ? (unsigned long long)v[i] : 0ULL,
+		 (unsigned long long)(RA_ATOM_INIT + (uint64_t)i));
+}
+
+/* s9 and s10: two QPs adding to one word in alternating batches. */
+static void client_concurrent(struct ra_client *a, struct ra_client *b)
+{
+	bool ok = true;
+	int slot;
+
+	vt_info("s9/s10: %d FetchAdds of 1 from each of two QPs",
+		RA_CONC_OPS);
+	client_fill(a);
+	b->buf = a->buf;
+	b->dst = a->dst;
+	if (!client_connect_retry(a, RA_S_CONC_A, false))
+		return;
+	if (!client_connect_retry(b, RA_S_CONC_B, false)) {
+		rdma_disconnect(a->id);
+		client_close(a);
+		return;
+	}
+	for (slot = 0; ok && slot < RA_CONC_OPS; slot += RA_CONC_BATCH) {
+		ok = !conc_post(a, slot) &&
+		     !conc_post(b, RA_CONC_OPS + slot);
+		if (!ok)
+			vt_fail("s9/s10 post", "ibv_post_send failed");
+		ok = ok && conc_reap(a, "a");
+		ok = ok && conc_reap(b, "b");
+	}
+	if (ok)
+		conc_check_values(a->buf);
+	if (rdma_disconnect(a->id) || rdma_disconnect(b->id))
+		vt_fail("rdma_disconnect", "s9/s10: %s", strerror(errno));
+	client_wait_disconnected(a, RA_S_CONC_A);
+	client_wait_disconnected(b, RA_S_CONC_B);
+	client_close(a);
+	client_close(b);
+}
+
 static int run_client(const char *host, const char *port)
 {
-	struct ra_client c = { 0 };
+	struct ra_client c = { 0 }, c2 = { 0 };
 	int sc;
 
 	if (vt_resolve(host, port, false, &c.dst))
@@ -848,6 +978,11 @@ static int run_client(const char *host, const char *port)
 			vt_fail("run time",
 				"s%d and later not run: out of time", sc);
 			break;
+		}
+		if (sc == RA_S_CONC_A) {
+			client_concurrent(&c, &c2);
+			sc++;
+			continue;
 		}
 		client_scenario(&c, sc, sc == 0);
 		if (sc == 0 && !c.peer.magic) {
@@ -1148,17 +1283,29 @@ static void server_check_target(struct ra_server *s, int sc)
 	memset(s->target + start, RA_TARGET_FILL, RA_TARGET_LEN - start);
 }
 
+/* Whether connection @other, not @sc itself, is still open. */
+static bool other_open(const struct ra_server *s, int sc, int other)
+{
+	return other != sc && s->conn[other].id;
+}
+
 /*
- * atom after connection @sc: s5 leaves ra_atom_after[] in its first three
- * words, the others nothing.  Restored afterwards, like target; while s5
- * is still open its three words are left to it.
+ * atom after connection @sc.  s5 leaves ra_atom_after[] in words 0..2;
+ * s9 and s10 together add 2 * RA_CONC_OPS to word RA_CONC_WORD, checked
+ * when the second of them ends; everything else stays RA_ATOM_INIT.  The
+ * words of a scenario still open are left to it; the rest is restored,
+ * so that each connection starts from the fill whatever happened.
  */
 static void server_check_atom(struct ra_server *s, int sc)
 {
-	bool s5_open = sc != RA_S_ATOMIC && s->conn[RA_S_ATOMIC].id;
-	size_t start = 0, i;
+	bool s5_busy = other_open(s, sc, RA_S_ATOMIC);
+	bool conc_busy = other_open(s, sc, RA_S_CONC_A) ||
+			 other_open(s, sc, RA_S_CONC_B);
+	bool conc = sc == RA_S_CONC_A || sc == RA_S_CONC_B;
+	uint64_t want = RA_ATOM_INIT + 2 * RA_CONC_OPS;
 	char name[96];
 	long bad = -1;
+	size_t i;
 
 	for (i = 0; sc == RA_S_ATOMIC && i < 3; i++) {
 		snprintf(name, sizeof(name),
@@ -1168,17 +1315,29 @@ static void server_check_atom(struct ra_server *s, int sc)
 			 (unsigned long long)s->atom[i],
 			 (unsigned long long)ra_atom_after[i]);
 	}
-	if (sc == RA_S_ATOMIC || s5_open)
-		start = 3;
-	for (i = start; i < RA_ATOM_LEN / 8 && bad < 0; i++)
+	if (conc && !conc_busy)
+		vt_check(s->atom[RA_CONC_WORD] == want,
+			 "server s9/s10 shared word holds every add",
+			 "%#llx, expected %#llx",
+			 (unsigned long long)s->atom[RA_CONC_WORD],
+			 (unsigned long long)want);
+	for (i = 0; i < RA_ATOM_LEN / 8 && bad < 0; i++) {
+		if (i < 3 && (sc == RA_S_ATOMIC || s5_busy))
+			continue;
+		if (i == RA_CONC_WORD && (conc || conc_busy))
+			continue;
 		if (s->atom[i] != RA_ATOM_INIT)
 			bad = (long)i;
-	snprintf(name, sizeof(name), "server s%d %satom unchanged", sc,
-		 start ? "rest of " : "");
+	}
+	snprintf(name, sizeof(name), "server s%d atom otherwise unchanged",
+		 sc);
 	vt_check(bad < 0, name, "word %ld is %#llx", bad,
 		 bad < 0 ? 0ULL : (unsigned long long)s->atom[bad]);
-	if (!s5_open)
-		atom_fill(s->atom);
+	for (i = 0; i < RA_ATOM_LEN / 8; i++) {
+		if ((i < 3 && s5_busy) || (i == RA_CONC_WORD && conc_busy))
+			continue;
+		s->atom[i] = RA_ATOM_INIT;
+	}
 }
 
 /* After DISCONNECTED: the QP, the CQ, mr_local, target and atom. */
