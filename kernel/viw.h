@@ -357,6 +357,7 @@ struct viw_qp {
 	/* Set at INIT->RTR with an address vector: modify_qp connects it. */
 	struct viw_direct_qp *direct;
 	bool direct_started;		/* viw_direct_start() was called */
+	bool peer_closed;		/* its stream ended by a FIN, quietly */
 
 	/* transmit engine */
 	struct work_struct tx_work;
@@ -481,7 +482,8 @@ int viw_direct_modify(struct viw_qp *qp, struct ib_qp_attr *attr, int mask);
 void viw_direct_qp_error(struct viw_qp *qp);
 void viw_direct_qp_destroy(struct viw_qp *qp);
 void viw_direct_failed(struct viw_qp *qp, int status);
-void viw_direct_lost(struct viw_qp *qp);
+void viw_direct_lost(struct viw_qp *qp, bool graceful);
+void viw_direct_send_after_close(struct viw_qp *qp);
 
 /* viw_ring.c */
 int viw_qmem_alloc(struct viw_qmem *qm, size_t size);
@@ -595,6 +597,7 @@ bool viw_qp_direct_error(struct viw_qp *qp);
 void viw_qp_rtr_received(struct viw_qp *qp);
 bool viw_qp_rx_open(struct viw_qp *qp);
 bool viw_qp_tx_open(struct viw_qp *qp);
+bool viw_qp_quiet_close(struct viw_qp *qp);
 void viw_device_link_down(struct viw_device *vdev);
 
 /* viw_tx.c */
@@ -641,6 +644,7 @@ void viw_wq_set_kflags(struct viw_wq *wq, u32 kflags);
 struct viw_sqe *viw_sq_take(struct viw_qp *qp);
 void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status);
 void viw_sq_fail_oldest(struct viw_qp *qp, u8 status);
+bool viw_sq_idle(struct viw_qp *qp);
 int viw_rq_take(struct viw_qp *qp, struct viw_rqe *rqe, u32 *index);
 void viw_rx_complete_rqe(struct viw_qp *qp, u8 status);
 

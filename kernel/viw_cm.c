@@ -447,7 +447,7 @@ static void viw_cep_close(struct viw_cep *cep, int status, bool abort)
 		ibdev_dbg(&cep->vdev->ibdev, "CEP %p: close, status %d%s\n",
 			  cep, status, abort ? ", reset" : "");
 	if (cep->qp && cep->direct && was_up)
-		viw_direct_lost(cep->qp);
+		viw_direct_lost(cep->qp, !status && !abort);
 	if (cep->qp)
 		viw_qp_conn_lost(cep->qp);
 	viw_cep_shutdown_socket(cep, abort);

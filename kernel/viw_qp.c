@@ -242,7 +242,7 @@ static bool viw_qp_state_connected(enum ib_qp_state state)
 void viw_qp_conn_lost(struct viw_qp *qp)
 {
 	mutex_lock(&qp->state_lock);
-	if (viw_qp_state_connected(qp->state))
+	if (viw_qp_state_connected(qp->state) && !qp->peer_closed)
 		viw_qp_error_locked(qp);
 	mutex_unlock(&qp->state_lock);
 }
@@ -313,6 +313,7 @@ static int viw_qp_check_attr(struct viw_qp *qp, struct ib_qp_attr *attr,
 static void viw_qp_reset_locked(struct viw_qp *qp)
 {
 	WRITE_ONCE(qp->state, IB_QPS_RESET);
+	WRITE_ONCE(qp->peer_closed, false);
 	viw_qp_set_kflags(qp, 0);
 	/* As in viw_qp_error_locked: a WQE posted meanwhile is discarded. */
 	smp_mb();
@@ -806,6 +807,31 @@ void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause)
 	if (qp->cep)
 		viw_cep_post_event(qp->cep, VIW_CEP_EV_TERMINATED);
 	viw_qp_fail(qp, NULL);
+}
+
+/**
+ * viw_qp_quiet_close - a modify_qp connection's peer closed with a FIN
+ * @qp: the QP
+ *
+ * If nothing of its SQ is in flight (no WQE being sent, no READ waiting
+ * for its response, nothing posted and not yet taken), the QP stays in
+ * RTR or RTS with its receives posted, as an InfiniBand QP whose peer
+ * went away does; viw_sq_doorbell() fails it at its next send.
+ * Return: whether it stays.
+ */
+bool viw_qp_quiet_close(struct viw_qp *qp)
+{
+	bool quiet;
+
+	mutex_lock(&qp->state_lock);
+	mutex_lock(&qp->tx_lock);
+	quiet = (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS) &&
+		!qp->tx.active && !viw_orq_busy(qp) && viw_sq_idle(qp);
+	if (quiet)
+		WRITE_ONCE(qp->peer_closed, true);
+	mutex_unlock(&qp->tx_lock);
+	mutex_unlock(&qp->state_lock);
+	return quiet;
 }
 
 /*

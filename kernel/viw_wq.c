@@ -524,6 +524,8 @@ static int viw_sq_doorbell(struct viw_qp *qp)
 	 */
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
 		viw_wq_flush(qp, &qp->sq, qp->scq, true);
+	else if (READ_ONCE(qp->peer_closed))
+		viw_direct_send_after_close(qp);
 	else if (viw_qp_tx_open(qp))
 		viw_tx_kick(qp);
 	return 0;
@@ -557,6 +559,21 @@ int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		return -EINVAL;
 	viw_count(qp->vdev, VIW_CNT_DOORBELLS, 1);
 	return viw_rq_doorbell(qp);
+}
+
+/*
+ * Nothing of the SQ is in the kernel's hands or posted to it: every WQE the
+ * process posted has completed.  Caller holds tx_lock (no fetch meanwhile).
+ */
+bool viw_sq_idle(struct viw_qp *qp)
+{
+	struct viw_wq *sq = &qp->sq;
+	void *slot = viw_ring_slot(&sq->ring, sq->fetch);
+
+	if (READ_ONCE(sq->done) != sq->fetch)
+		return false;
+	/* Pairs with the provider's release store of VALID, as in fetch. */
+	return !(smp_load_acquire(viw_wqe_flags(slot)) & VIW_WQE_VALID);
 }
 
 /* The peer reported an error: the oldest unfinished SQE takes it. */
