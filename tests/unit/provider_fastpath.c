@@ -616,6 +616,45 @@ static void test_wr_batch(void)
 	       before);
 }
 
+/* ibv_wr_atomic_*: the same SQEs as post_send's atomics. */
+static void test_wr_atomic(void)
+{
+	struct ibv_qp_ex *qpx = qp_ex_setup(VIW_QP_EX_SEND_OPS);
+	struct viw_sqe_atomic at;
+	int before = failures, rv;
+
+	ibv_wr_start(qpx);
+	qpx->wr_id = 30;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_cmp_swp(qpx, 0x99, 0x2000, 5, 0x1122334455667788ull);
+	ibv_wr_set_sge(qpx, 0x3333, (uintptr_t)buf + 128, 8);
+	qpx->wr_id = 31;
+	ibv_wr_atomic_fetch_add(qpx, 0x98, 0x2008, 3);
+	ibv_wr_set_sge(qpx, 0x3333, (uintptr_t)buf + 136, 8);
+	rv = ibv_wr_complete(qpx);
+	CHECK(rv == 0, "rv %d", rv);
+	memcpy(&at, sqe_at(0)->sge, sizeof(at));
+	CHECK(sqe_at(0)->wr_id == 30 &&
+	      sqe_at(0)->opcode == VIW_OP_ATOMIC_CMP_SWP &&
+	      sqe_at(0)->raddr == 0x2000 && sqe_at(0)->rkey == 0x99 &&
+	      sqe_at(0)->num_sge == 1 && at.sge.lkey == 0x3333 &&
+	      at.sge.length == 8 && at.compare_add == 5 &&
+	      at.swap == 0x1122334455667788ull, "cmp_swp sqe");
+	memcpy(&at, sqe_at(1)->sge, sizeof(at));
+	CHECK(sqe_at(1)->opcode == VIW_OP_ATOMIC_FETCH_ADD &&
+	      sqe_at(1)->raddr == 0x2008 && sqe_at(1)->rkey == 0x98 &&
+	      at.compare_add == 3 && at.sge.addr == (uintptr_t)buf + 136,
+	      "fetch_add sqe");
+
+	qpx = qp_ex_setup(IBV_QP_EX_WITH_SEND);
+	ibv_wr_start(qpx);
+	ibv_wr_atomic_fetch_add(qpx, 1, 0x1000, 1);
+	ibv_wr_set_sge(qpx, 1, (uintptr_t)buf, 8);
+	CHECK(ibv_wr_complete(qpx) == EINVAL && !any_slot_valid(),
+	      "atomic on a QP without WITH_ATOMIC_FETCH_AND_ADD posted");
+	report("ibv_wr_atomic_cmp_swp and ibv_wr_atomic_fetch_add", before);
+}
+
 /* A batch with one bad WR among good ones; returns wr_complete's errno. */
 static int wr_batch_with(void (*bad_wr)(struct ibv_qp_ex *qpx))
 {
@@ -807,6 +846,7 @@ int main(void)
 	test_poll_garbage();
 	test_notify();
 	test_wr_batch();
+	test_wr_atomic();
 	test_wr_bad_batch();
 	test_wr_abort();
 	test_cq_ex_poll();
