@@ -15,8 +15,9 @@
 . "$(dirname "$0")/../lib.sh"
 
 suite=$VIW_BUILD/pyverbs/tests
-# What passes today (issue 9 aims at 80; see docs/semantics.md §8 for why
-# most of the rest is skipped on any RC-only iWARP device).
+# What passes today, less a margin (54 measured, the nine atomics
+# included; issue 9 aims at 80; see docs/semantics.md §8 for why most of
+# the rest is skipped on any RC-only iWARP device).
 min_ok=${PYVERBS_MIN_OK:-50}
 if [ ! -f "$suite/run_tests.py" ]; then
 	echo "SKIP: rdma-core's tests/ not found in $suite (tests/vm/pyverbs-prepare)"
