@@ -221,7 +221,11 @@ struct viw_wq {
 	spinlock_t lock;
 };
 
-/* An RDMA READ this QP sent and waits a response for. */
+/*
+ * An RDMA READ or atomic this QP sent and waits a response for.  For an
+ * atomic, sink_stag/sink_to name the 8-byte local buffer for the
+ * original value.
+ */
 struct viw_orq_entry {
 	u32 sq_index;
 	u32 sink_stag;
@@ -229,13 +233,21 @@ struct viw_orq_entry {
 	u32 size;
 	u32 got;			/* response bytes placed */
 	bool internal;			/* the MPA RTR, not a WQE */
+	bool atomic;
+	u32 req_id;			/* atomic: the Request Identifier */
 };
 
-/* An RDMA READ the peer asked for, to be answered by the TX engine. */
+/*
+ * An RDMA READ or atomic the peer asked for, to be answered by the TX
+ * engine in arrival order.  An atomic is performed when its turn comes,
+ * so that the READs before it read memory as it was before.
+ */
 struct viw_irq_entry {
 	struct viw_read_req req;
-	struct viw_mr *mr;		/* source, referenced; NULL if size 0 */
+	struct viw_mr *mr;		/* source or target, referenced */
 	u32 sent;
+	bool atomic;
+	struct viw_atomic_req areq;
 };
 
 /*
@@ -290,7 +302,8 @@ struct viw_rx {
 	u32 msg_len;			/* bytes of the message so far */
 
 	u32 msn_send;			/* next expected MSN per queue */
-	u32 msn_rreq;
+	u32 msn_rreq;			/* Read and Atomic Requests */
+	u32 msn_aresp;			/* Atomic Responses */
 	/* TERMINATE body after its control word: M length, D and R headers */
 	u8 term_body[2 + VIW_DDP_UNTAGGED_HDR_LEN + VIW_RDMAP_READ_REQ_LEN];
 };
@@ -375,6 +388,8 @@ struct viw_qp {
 	u32 tx_msn_send;
 	u32 tx_msn_rreq;
 	u32 tx_msn_term;
+	u32 tx_msn_aresp;
+	u32 tx_atomic_id;		/* Request Identifier of the next atomic */
 
 	/* RDMA READs: outstanding (ORQ) and inbound (IRQ), under rd_lock */
 	spinlock_t rd_lock;
@@ -548,6 +563,9 @@ int viw_mr_bvec(const struct viw_mr *mr, u64 addr, u32 *len,
 int viw_mr_copy_from_skb(const struct viw_mr *mr, u64 addr,
 			 const struct sk_buff *skb, int skb_off, u32 len,
 			 u32 *crc);
+int viw_mr_atomic(const struct viw_mr *mr, u64 addr,
+		  const struct viw_atomic_req *ar, u64 *orig);
+void viw_mr_store_u64(const struct viw_mr *mr, u64 addr, u64 val);
 
 /* viw_cq.c */
 #ifdef VIW_CREATE_CQ_TAKES_ATTRS
@@ -635,6 +653,9 @@ bool viw_orq_full(struct viw_qp *qp);
 bool viw_orq_push(struct viw_qp *qp, u32 sq_index,
 		  const struct viw_read_req *rr);
 bool viw_orq_push_internal(struct viw_qp *qp);
+bool viw_orq_push_atomic(struct viw_qp *qp, u32 sq_index,
+			 const struct viw_sge *sink, u32 req_id);
+void viw_orq_atomic_done(struct viw_qp *qp, u8 status);
 struct viw_orq_entry *viw_orq_peek(struct viw_qp *qp);
 void viw_orq_progress(struct viw_qp *qp, u32 n, bool last);
 bool viw_irq_push(struct viw_qp *qp, const struct viw_irq_entry *ent);

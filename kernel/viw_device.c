@@ -7,6 +7,19 @@
 
 #include "viw.h"
 
+/*
+ * RFC 7306 atomics are performed with a 64-bit compare-and-exchange on
+ * the target page (viw_mr_atomic), so they are atomic with respect to the
+ * CPUs and every other device as well, not just to this one: GLOB.  Where
+ * atomic64_t is emulated with locks (CONFIG_GENERIC_ATOMIC64), only
+ * atomics of viw itself agree on that lock: HCA.
+ */
+static enum ib_atomic_cap viw_atomic_cap(void)
+{
+	return IS_ENABLED(CONFIG_GENERIC_ATOMIC64) ? IB_ATOMIC_HCA :
+						     IB_ATOMIC_GLOB;
+}
+
 int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 		     struct ib_udata *udata)
 {
@@ -39,7 +52,7 @@ int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->max_srq_wr = VIW_MAX_SRQ_WR;
 	attr->max_srq_sge = VIW_MAX_SGE;
 	attr->max_pkeys = 1;
-	attr->atomic_cap = IB_ATOMIC_NONE;
+	attr->atomic_cap = viw_atomic_cap();
 	/*
 	 * viw has no fast registration yet, so IB_DEVICE_MEM_MGT_EXTENSIONS
 	 * stays clear and the ULPs that need it refuse the device (rpcrdma's

@@ -383,6 +383,8 @@ static int __init viw_init(void)
 	int rv;
 
 	BUILD_BUG_ON(sizeof(struct viw_sqe) != VIW_SQE_SIZE);
+	BUILD_BUG_ON(sizeof(struct viw_sqe_atomic) >
+		     sizeof(((struct viw_sqe *)0)->sge));
 	BUILD_BUG_ON(sizeof(struct viw_rqe) != VIW_RQE_SIZE);
 	BUILD_BUG_ON(sizeof(struct viw_cqe) != VIW_CQE_SIZE);
 	BUILD_BUG_ON(sizeof(struct viw_ring_ctrl) > VIW_RING_SLOTS_OFFSET);

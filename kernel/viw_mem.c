@@ -326,6 +326,74 @@ int viw_mr_copy_from_skb(const struct viw_mr *mr, u64 addr,
 	return 0;
 }
 
+/*
+ * The 8 bytes at MR address @addr as an atomic64_t in a local mapping, or
+ * NULL if they are not naturally aligned in the page: the tagged offset
+ * was checked, but an MR registered with an iova of another alignment
+ * than its buffer could still place them across a page boundary.
+ */
+static atomic64_t *viw_mr_map_u64(const struct viw_mr *mr, u64 addr)
+{
+	struct page *page;
+	u32 off;
+
+	viw_mr_locate(mr, addr, &page, &off);
+	if (off & (VIW_ATOMIC_SIZE - 1))
+		return NULL;
+	return kmap_local_page(page) + off;
+}
+
+/**
+ * viw_mr_atomic - perform an RFC 7306 atomic operation on MR memory
+ * @mr: a referenced user MR whose range covers the 8 bytes at @addr
+ * @addr: the target, 8-byte aligned
+ * @ar: the operation
+ * @orig: set to the value before the operation
+ *
+ * A compare-and-exchange loop on the page itself: atomic with respect to
+ * every other viw QP and device and to the CPUs' own atomics on the same
+ * memory (IB_ATOMIC_GLOB), where atomic64_t is the CPU's instruction.
+ *
+ * Return: 0, or -EINVAL if the target is not aligned in memory.
+ */
+int viw_mr_atomic(const struct viw_mr *mr, u64 addr,
+		  const struct viw_atomic_req *ar, u64 *orig)
+{
+	atomic64_t *p = viw_mr_map_u64(mr, addr);
+	s64 old;
+
+	if (!p)
+		return -EINVAL;
+	old = atomic64_read(p);
+	while (!atomic64_try_cmpxchg(p, &old,
+				     (s64)viw_atomic_apply(ar, (u64)old)))
+		;
+	kunmap_local(p);
+	*orig = (u64)old;
+	return 0;
+}
+
+/* Store @val at MR address @addr, which the caller checked. */
+void viw_mr_store_u64(const struct viw_mr *mr, u64 addr, u64 val)
+{
+	u8 bytes[VIW_ATOMIC_SIZE];
+	u32 done = 0;
+
+	memcpy(bytes, &val, sizeof(bytes));
+	while (done < sizeof(bytes)) {
+		struct page *page;
+		u32 off, chunk;
+		void *dst;
+
+		chunk = min_t(u32, sizeof(bytes) - done,
+			      viw_mr_locate(mr, addr + done, &page, &off));
+		dst = kmap_local_page(page) + off;
+		memcpy(dst, bytes + done, chunk);
+		kunmap_local(dst);
+		done += chunk;
+	}
+}
+
 /**
  * viw_check_sge - validate a local SGE taken from a work request
  * @vdev: the device

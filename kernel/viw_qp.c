@@ -644,9 +644,12 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 	qp->tx_msn_send = 1;
 	qp->tx_msn_rreq = 1;
 	qp->tx_msn_term = 1;
+	qp->tx_msn_aresp = 1;
+	qp->tx_atomic_id = 0;
 	memset(&qp->rx, 0, sizeof(qp->rx));
 	qp->rx.msn_send = 1;
 	qp->rx.msn_rreq = 1;
+	qp->rx.msn_aresp = 1;
 	qp->term_pending = false;
 	qp->term_sent = false;
 	/*

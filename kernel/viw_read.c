@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * viw: RDMA READ bookkeeping.
+ * viw: RDMA READ and atomic bookkeeping.
  *
- * The ORQ holds the READs this QP sent, oldest first; responses arrive in
- * that order (RFC 5040), so only its head can be filled.  The IRQ holds
- * the READs the peer sent; the transmit engine answers them in order.  The
- * negotiated ORD and IRD bound the two queues.
+ * The ORQ holds the READs and atomics this QP sent, oldest first;
+ * responses arrive in that order (RFC 5040, RFC 7306), so only its head
+ * can be filled.  The IRQ holds the READs and atomics the peer sent; the
+ * transmit engine answers them in order.  The negotiated ORD and IRD bound
+ * the two queues, for both kinds together.
  */
 #include "viw.h"
 
@@ -60,6 +61,21 @@ bool viw_orq_push_internal(struct viw_qp *qp)
 	return viw_orq_add(qp, &ent);
 }
 
+bool viw_orq_push_atomic(struct viw_qp *qp, u32 sq_index,
+			 const struct viw_sge *sink, u32 req_id)
+{
+	struct viw_orq_entry ent = {
+		.sq_index = sq_index,
+		.sink_stag = sink->lkey,
+		.sink_to = sink->addr,
+		.size = VIW_ATOMIC_SIZE,
+		.atomic = true,
+		.req_id = req_id,
+	};
+
+	return viw_orq_add(qp, &ent);
+}
+
 /* Called by the receive engine only, which is the sole consumer. */
 struct viw_orq_entry *viw_orq_peek(struct viw_qp *qp)
 {
@@ -104,6 +120,24 @@ void viw_orq_progress(struct viw_qp *qp, u32 n, bool last)
 		viw_qp_fail(qp, NULL);
 	}
 	/* A READ or a fenced WQE may be waiting for this one. */
+	viw_tx_kick(qp);
+}
+
+/* The head atomic got its response, placed already unless @status fails. */
+void viw_orq_atomic_done(struct viw_qp *qp, u8 status)
+{
+	struct viw_orq_entry *ent = viw_orq_peek(qp);
+	unsigned long flags;
+	u32 sq_index;
+
+	if (WARN_ON_ONCE(!ent || !ent->atomic))
+		return;
+	sq_index = ent->sq_index;
+	spin_lock_irqsave(&qp->rd_lock, flags);
+	qp->orq_head++;
+	spin_unlock_irqrestore(&qp->rd_lock, flags);
+
+	viw_sq_complete(qp, sq_index, status);
 	viw_tx_kick(qp);
 }
 

@@ -180,7 +180,7 @@ static int viw_rx_start_read_resp(struct viw_qp *qp)
 
 	viw_rx_set_cause(qp, VIW_TERM_DDP, VIW_DDP_ET_TAGGED,
 			 VIW_DDP_EC_T_INVALID_STAG);
-	if (!ent || rx->ddp.stag != ent->sink_stag)
+	if (!ent || ent->atomic || rx->ddp.stag != ent->sink_stag)
 		return -EPROTO;
 	if (rx->ddp.to != ent->sink_to + ent->got ||
 	    (u64)ent->got + rx->payload_len > ent->size) {
@@ -198,6 +198,27 @@ static int viw_rx_start_read_resp(struct viw_qp *qp)
 		return -EPROTO;
 	}
 	rx->addr = rx->ddp.to;
+	return 0;
+}
+
+/*
+ * Queue a READ or atomic for the TX engine, in arrival order; beyond the
+ * IRD it is refused (and its MR reference dropped).
+ */
+static int viw_rx_queue_inbound(struct viw_qp *qp,
+				const struct viw_irq_entry *ent)
+{
+	if (!viw_irq_push(qp, ent)) {
+		ibdev_dbg(qp->ibqp.device, "QP %u: %s beyond IRD %u\n",
+			  qp->ibqp.qp_num, ent->atomic ? "atomic" : "READ",
+			  qp->ird);
+		if (ent->mr)
+			viw_mr_put(ent->mr);
+		return viw_rx_untagged_error(qp,
+					     VIW_DDP_EC_UT_INVALID_MSN_RANGE);
+	}
+	qp->rx.msn_rreq++;
+	viw_tx_kick(qp);
 	return 0;
 }
 
@@ -225,16 +246,115 @@ static int viw_rx_read_req(struct viw_qp *qp)
 			return -EPROTO;
 		}
 	}
-	if (!viw_irq_push(qp, &ent)) {
-		ibdev_dbg(qp->ibqp.device, "QP %u: READ beyond IRD %u\n",
-			  qp->ibqp.qp_num, qp->ird);
-		if (ent.mr)
-			viw_mr_put(ent.mr);
+	return viw_rx_queue_inbound(qp, &ent);
+}
+
+/* Where the RDMAP body of an untagged segment starts in rx->hdr. */
+static const u8 *viw_rx_body(struct viw_rx *rx)
+{
+	return rx->hdr + VIW_MPA_LEN_SIZE + VIW_DDP_UNTAGGED_HDR_LEN;
+}
+
+/*
+ * A QP connected by modify_qp has the access flags its consumer set, as
+ * on InfiniBand, and remote atomics need IB_ACCESS_REMOTE_ATOMIC there.
+ * For an rdma_cm QP the MR's rights alone decide, as for READ and WRITE
+ * (see the top of this file): iw_cm grants an iWARP QP remote read and
+ * write only, and nothing would ever grant it atomics.
+ */
+static bool viw_rx_atomic_allowed(struct viw_qp *qp)
+{
+	return !qp->direct ||
+	       (READ_ONCE(qp->access) & IB_ACCESS_REMOTE_ATOMIC);
+}
+
+/*
+ * The target of an Atomic Request: an STag of the QP's PD with remote
+ * atomic rights, covering 8 bytes at an 8-byte aligned offset.  RDMAP
+ * checks it, as for a READ's source.  An unaligned target is reported as
+ * a base or bounds violation: the 8 bytes named are not a valid target.
+ */
+static struct viw_mr *viw_rx_atomic_target(struct viw_qp *qp,
+					   const struct viw_atomic_req *ar)
+{
+	struct viw_term_cause *cause = &qp->term.cause;
+	struct viw_mr *mr;
+
+	if (!viw_rx_atomic_allowed(qp)) {
+		viw_rx_set_cause(qp, VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_PROT,
+				 VIW_RDMAP_EC_ACCESS);
+		return NULL;
+	}
+	mr = viw_mr_get(qp->vdev, qp->ibqp.pd, ar->stag,
+			IB_ACCESS_REMOTE_ATOMIC, ar->to, VIW_ATOMIC_SIZE,
+			cause);
+	if (mr && !viw_atomic_aligned(ar->to)) {
+		viw_mr_put(mr);
+		mr = NULL;
+		viw_rx_set_cause(qp, VIW_TERM_DDP, VIW_DDP_ET_TAGGED,
+				 VIW_DDP_EC_T_BASE_BOUNDS);
+	}
+	if (!mr)
+		viw_term_tagged_cause(cause, ar->to, VIW_ATOMIC_SIZE, true);
+	return mr;
+}
+
+/*
+ * An Atomic Request, CRC checked: validate it and queue it behind the
+ * READs that came before it.  Memory is not touched until the TX engine
+ * performs it, and never for a request refused here.
+ */
+static int viw_rx_atomic_req(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->rx;
+	struct viw_irq_entry ent = { .atomic = true };
+
+	if (rx->ddp.msn != rx->msn_rreq)
 		return viw_rx_untagged_error(qp,
 					     VIW_DDP_EC_UT_INVALID_MSN_RANGE);
+	if (viw_atomic_req_decode(viw_rx_body(rx), &ent.areq, &qp->term.cause))
+		return -EPROTO;
+	ent.mr = viw_rx_atomic_target(qp, &ent.areq);
+	if (!ent.mr)
+		return -EPROTO;
+	return viw_rx_queue_inbound(qp, &ent);
+}
+
+/*
+ * An Atomic Response, CRC checked: it answers the oldest outstanding
+ * request, which must be the atomic it names.  The original value goes to
+ * the WQE's local buffer, checked again now: it may have been deregistered
+ * since the post.
+ */
+static int viw_rx_atomic_resp(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->rx;
+	struct viw_orq_entry *ent = viw_orq_peek(qp);
+	struct viw_atomic_resp resp;
+	struct viw_term_cause cause;
+	struct viw_mr *mr;
+
+	if (rx->ddp.msn != rx->msn_aresp)
+		return viw_rx_untagged_error(qp,
+					     VIW_DDP_EC_UT_INVALID_MSN_RANGE);
+	viw_atomic_resp_decode(viw_rx_body(rx), &resp);
+	if (!ent || !ent->atomic || ent->req_id != resp.req_id) {
+		viw_rx_set_cause(qp, VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_OP,
+				 VIW_RDMAP_EC_OPCODE);
+		return -EPROTO;
 	}
-	rx->msn_rreq++;
-	viw_tx_kick(qp);
+	rx->msn_aresp++;
+	mr = viw_mr_get(qp->vdev, qp->ibqp.pd, ent->sink_stag,
+			IB_ACCESS_LOCAL_WRITE, ent->sink_to, VIW_ATOMIC_SIZE,
+			&cause);
+	if (!mr) {
+		viw_orq_atomic_done(qp, VIW_CQE_LOC_PROT_ERR);
+		viw_qp_fail(qp, NULL);
+		return 0;
+	}
+	viw_mr_store_u64(mr, ent->sink_to, resp.orig);
+	viw_mr_put(mr);
+	viw_orq_atomic_done(qp, VIW_CQE_SUCCESS);
 	return 0;
 }
 
@@ -294,11 +414,16 @@ static int viw_rx_start_segment(struct viw_qp *qp)
 	case VIW_RDMAP_READ_RESP:
 		return viw_rx_start_read_resp(qp);
 	case VIW_RDMAP_READ_REQ:
+	case VIW_RDMAP_ATOMIC_REQ:
+	case VIW_RDMAP_ATOMIC_RESP:
+		/* all of these are header only */
 		if (rx->payload_len) {
 			viw_rx_set_cause(qp, VIW_TERM_LLP, 0,
 					 VIW_LLP_EC_FPDU_START);
 			return -EPROTO;
 		}
+		if (rx->ddp.opcode != VIW_RDMAP_READ_REQ)
+			return 0;	/* acted on once the CRC is checked */
 		return viw_rx_read_req(qp);
 	case VIW_RDMAP_TERMINATE:
 		return 0;
@@ -472,8 +597,11 @@ static void viw_rx_terminate(struct viw_qp *qp)
 	viw_qp_terminated(qp, &term.cause);
 }
 
-/* Everything of a segment arrived and checked: act on it. */
-static void viw_rx_end_segment(struct viw_qp *qp)
+/*
+ * Everything of a segment arrived and checked: act on it.  Returns
+ * -EPROTO, with the cause set, for an atomic to be refused.
+ */
+static int viw_rx_end_segment(struct viw_qp *qp)
 {
 	struct viw_rx *rx = &qp->rx;
 
@@ -484,9 +612,13 @@ static void viw_rx_end_segment(struct viw_qp *qp)
 	}
 	if (qp->rtr_expected) {
 		viw_qp_rtr_received(qp);
-		return;
+		return 0;
 	}
 	switch (rx->ddp.opcode) {
+	case VIW_RDMAP_ATOMIC_REQ:
+		return viw_rx_atomic_req(qp);
+	case VIW_RDMAP_ATOMIC_RESP:
+		return viw_rx_atomic_resp(qp);
 	case VIW_RDMAP_READ_RESP:
 		viw_orq_progress(qp, rx->payload_len, rx->ddp.last);
 		break;
@@ -506,6 +638,7 @@ static void viw_rx_end_segment(struct viw_qp *qp)
 	default:
 		break;
 	}
+	return 0;
 }
 
 static int viw_rx_trailer(struct viw_qp *qp, struct sk_buff *skb, u32 off,
@@ -530,7 +663,8 @@ static int viw_rx_trailer(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 			return -EPROTO;
 		}
 	}
-	viw_rx_end_segment(qp);
+	if (viw_rx_end_segment(qp))
+		return -EPROTO;
 	rx->stage = rx->stage == VIW_RX_DEAD ? VIW_RX_DEAD : VIW_RX_HDR;
 	rx->hdr_got = 0;
 	rx->hdr_need = 0;

@@ -198,6 +198,39 @@ void viw_tx_abort(struct viw_qp *qp)
 	qp->tx.active = false;
 }
 
+static bool viw_op_is_atomic(u8 opcode)
+{
+	return opcode == VIW_OP_ATOMIC_CMP_SWP ||
+	       opcode == VIW_OP_ATOMIC_FETCH_ADD;
+}
+
+static struct viw_sqe_atomic *viw_tx_atomic(struct viw_tx_wqe *tx)
+{
+	return (struct viw_sqe_atomic *)tx->sqe.sge;
+}
+
+/*
+ * An atomic WQE has one local SGE of exactly 8 bytes for the original
+ * value.  Its remote target is the responder's to check.
+ */
+static u8 viw_tx_check_atomic(struct viw_qp *qp, struct viw_tx_wqe *tx)
+{
+	struct viw_sge *sge = &viw_tx_atomic(tx)->sge;
+	struct viw_term_cause cause;
+
+	if ((tx->sqe.flags & VIW_WQE_INLINE) || tx->sqe.num_sge != 1)
+		return VIW_CQE_LOC_QP_OP_ERR;
+	if (sge->length != VIW_ATOMIC_SIZE)
+		return VIW_CQE_LOC_LEN_ERR;
+	tx->mr[0] = viw_mr_get(qp->vdev, qp->ibqp.pd, sge->lkey,
+			       IB_ACCESS_LOCAL_WRITE, sge->addr,
+			       VIW_ATOMIC_SIZE, &cause);
+	if (!tx->mr[0])
+		return VIW_CQE_LOC_PROT_ERR;
+	tx->len = 0;
+	return VIW_CQE_SUCCESS;
+}
+
 /* Check the copied WQE; returns VIW_CQE_SUCCESS or its error status. */
 static u8 viw_tx_check_wqe(struct viw_qp *qp, struct viw_tx_wqe *tx)
 {
@@ -208,6 +241,8 @@ static u8 viw_tx_check_wqe(struct viw_qp *qp, struct viw_tx_wqe *tx)
 
 	if (sqe->opcode > VIW_OP_MAX)
 		return VIW_CQE_LOC_QP_OP_ERR;
+	if (viw_op_is_atomic(sqe->opcode))
+		return viw_tx_check_atomic(qp, tx);
 	if (sqe->flags & VIW_WQE_INLINE) {
 		if (sqe->opcode == VIW_OP_READ ||
 		    sqe->inline_len > VIW_MAX_INLINE)
@@ -410,7 +445,93 @@ static int viw_tx_read_req(struct viw_qp *qp)
 	return 0;
 }
 
-/* Send the next FPDU of the oldest inbound READ.  Returns 1 if sent. */
+/* Send the Atomic Request of an atomic WQE; it completes with the response. */
+static int viw_tx_atomic_req(struct viw_qp *qp)
+{
+	struct viw_tx_wqe *tx = &qp->tx;
+	struct viw_sqe_atomic *at = viw_tx_atomic(tx);
+	bool cmp_swap = tx->sqe.opcode == VIW_OP_ATOMIC_CMP_SWP;
+	struct viw_ddp_hdr h = {
+		.opcode = VIW_RDMAP_ATOMIC_REQ,
+		.last = true,
+		.qn = VIW_QN_READ_REQ,
+		.msn = qp->tx_msn_rreq,
+	};
+	struct viw_atomic_req ar = {
+		.op = cmp_swap ? VIW_ATOMIC_CMP_SWAP : VIW_ATOMIC_FETCH_ADD,
+		.req_id = qp->tx_atomic_id,
+		.stag = tx->sqe.rkey,
+		.to = tx->sqe.raddr,
+		.add_swap = cmp_swap ? at->swap : at->compare_add,
+		.add_swap_mask = cmp_swap ? ~0ULL : 0,
+		.compare = cmp_swap ? at->compare_add : 0,
+		.compare_mask = cmp_swap ? ~0ULL : 0,
+	};
+	int hlen, rv;
+
+	hlen = viw_ddp_encode(qp->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
+			      &h);
+	if (hlen < 0)
+		return hlen;
+	viw_atomic_req_encode(qp->tx_buf + VIW_MPA_LEN_SIZE + hlen, &ar);
+	if (!viw_orq_push_atomic(qp, tx->index, &at->sge, ar.req_id))
+		return -ENOSPC;
+	rv = viw_tx_fpdu(qp, hlen + VIW_RDMAP_ATOMIC_REQ_LEN, 0, 0, false);
+	if (rv)
+		return rv;
+	qp->tx_msn_rreq++;
+	qp->tx_atomic_id++;
+	viw_tx_release_mrs(tx);
+	tx->active = false;
+	return 0;
+}
+
+/*
+ * Perform the oldest inbound request, an atomic, and send its response.
+ * Its IRQ slot is freed first, as for a READ's last segment.  An atomic
+ * that cannot be performed (a target unaligned in memory) is refused like
+ * one that was unaligned on the wire.
+ */
+static int viw_tx_atomic_resp(struct viw_qp *qp, struct viw_irq_entry *ent)
+{
+	struct viw_ddp_hdr h = {
+		.opcode = VIW_RDMAP_ATOMIC_RESP,
+		.last = true,
+		.qn = VIW_QN_ATOMIC_RESP,
+		.msn = qp->tx_msn_aresp,
+	};
+	struct viw_atomic_resp resp = { .req_id = ent->areq.req_id };
+	struct viw_atomic_req ar = ent->areq;
+	struct viw_term_cause cause = {
+		VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_PROT,
+		VIW_RDMAP_EC_BASE_BOUNDS,
+	};
+	struct viw_mr *mr;
+	int hlen, rv;
+
+	hlen = viw_ddp_encode(qp->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
+			      &h);
+	if (hlen < 0)
+		return hlen;
+	mr = viw_irq_pop(qp);
+	rv = viw_mr_atomic(mr, ar.to, &ar, &resp.orig);
+	viw_mr_put(mr);
+	if (rv) {
+		viw_qp_fail(qp, &cause);
+		return 0;
+	}
+	viw_atomic_resp_encode(qp->tx_buf + VIW_MPA_LEN_SIZE + hlen, &resp);
+	rv = viw_tx_fpdu(qp, hlen + VIW_RDMAP_ATOMIC_RESP_LEN, 0, 0, false);
+	if (rv)
+		return rv;
+	qp->tx_msn_aresp++;
+	return 1;
+}
+
+/*
+ * Send the next FPDU of the oldest inbound READ, or answer the oldest
+ * atomic.  Returns 1 if sent.
+ */
 static int viw_tx_read_resp(struct viw_qp *qp)
 {
 	struct viw_irq_entry *ent = viw_irq_peek(qp);
@@ -425,6 +546,8 @@ static int viw_tx_read_resp(struct viw_qp *qp)
 
 	if (!ent)
 		return 0;
+	if (ent->atomic)
+		return viw_tx_atomic_resp(qp, ent);
 	paylen = min(ent->req.size - ent->sent, room);
 	/* paylen shrinks to what the pieces hold, if they run out */
 	if (paylen)
@@ -463,7 +586,8 @@ static bool viw_tx_wqe_ready(struct viw_qp *qp)
 
 	if ((sqe->flags & VIW_WQE_FENCE) && viw_orq_busy(qp))
 		return false;
-	if (sqe->opcode == VIW_OP_READ && viw_orq_full(qp))
+	if ((sqe->opcode == VIW_OP_READ || viw_op_is_atomic(sqe->opcode)) &&
+	    viw_orq_full(qp))
 		return false;
 	return true;
 }
@@ -490,6 +614,8 @@ static int viw_tx_step(struct viw_qp *qp)
 		return 0;
 	if (qp->tx.sqe.opcode == VIW_OP_READ)
 		rv = viw_tx_read_req(qp);
+	else if (viw_op_is_atomic(qp->tx.sqe.opcode))
+		rv = viw_tx_atomic_req(qp);
 	else
 		rv = viw_tx_data_fpdu(qp);
 	return rv ? rv : 1;

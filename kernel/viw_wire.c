@@ -397,6 +397,7 @@ u32 viw_get_crc(const u8 *p)
 
 /* What the opcode implies for the rest of the header. */
 struct viw_op_info {
+	bool defined;		/* an opcode viw speaks */
 	bool tagged;
 	bool single;		/* one segment: L set, MO 0 */
 	bool inv;		/* RsvdULP carries the STag to invalidate */
@@ -405,17 +406,32 @@ struct viw_op_info {
 };
 
 static const struct viw_op_info viw_ops[VIW_RDMAP_OPCODE_MAX + 1] = {
-	[VIW_RDMAP_WRITE] = { .tagged = true },
-	[VIW_RDMAP_READ_REQ] = { .single = true, .qn = VIW_QN_READ_REQ,
+	[VIW_RDMAP_WRITE] = { .defined = true, .tagged = true },
+	[VIW_RDMAP_READ_REQ] = { .defined = true, .single = true,
+				 .qn = VIW_QN_READ_REQ,
 				 .body = VIW_RDMAP_READ_REQ_LEN },
-	[VIW_RDMAP_READ_RESP] = { .tagged = true },
-	[VIW_RDMAP_SEND] = { .qn = VIW_QN_SEND },
-	[VIW_RDMAP_SEND_INV] = { .inv = true, .qn = VIW_QN_SEND },
-	[VIW_RDMAP_SEND_SE] = { .qn = VIW_QN_SEND },
-	[VIW_RDMAP_SEND_SE_INV] = { .inv = true, .qn = VIW_QN_SEND },
-	[VIW_RDMAP_TERMINATE] = { .single = true, .qn = VIW_QN_TERMINATE,
+	[VIW_RDMAP_READ_RESP] = { .defined = true, .tagged = true },
+	[VIW_RDMAP_SEND] = { .defined = true, .qn = VIW_QN_SEND },
+	[VIW_RDMAP_SEND_INV] = { .defined = true, .inv = true,
+				 .qn = VIW_QN_SEND },
+	[VIW_RDMAP_SEND_SE] = { .defined = true, .qn = VIW_QN_SEND },
+	[VIW_RDMAP_SEND_SE_INV] = { .defined = true, .inv = true,
+				    .qn = VIW_QN_SEND },
+	[VIW_RDMAP_TERMINATE] = { .defined = true, .single = true,
+				  .qn = VIW_QN_TERMINATE,
 				  .body = VIW_RDMAP_TERM_CTRL_LEN },
+	[VIW_RDMAP_ATOMIC_REQ] = { .defined = true, .single = true,
+				   .qn = VIW_QN_READ_REQ,
+				   .body = VIW_RDMAP_ATOMIC_REQ_LEN },
+	[VIW_RDMAP_ATOMIC_RESP] = { .defined = true, .single = true,
+				    .qn = VIW_QN_ATOMIC_RESP,
+				    .body = VIW_RDMAP_ATOMIC_RESP_LEN },
 };
+
+static bool viw_op_defined(u8 opcode)
+{
+	return opcode <= VIW_RDMAP_OPCODE_MAX && viw_ops[opcode].defined;
+}
 
 static int viw_cause(struct viw_term_cause *cause, u8 layer, u8 etype,
 		     u8 ecode)
@@ -460,7 +476,7 @@ static int viw_ctrl_check(const u8 *ctrl, struct viw_term_cause *cause)
 	if ((ctrl[1] & (VIW_RDMAP_RSVD | VIW_RDMAP_RV)) != VIW_RDMAP_VERSION)
 		return viw_cause(cause, VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_OP,
 				 VIW_RDMAP_EC_VERSION);
-	if (opcode > VIW_RDMAP_OPCODE_MAX || viw_ops[opcode].tagged != tagged)
+	if (!viw_op_defined(opcode) || viw_ops[opcode].tagged != tagged)
 		return viw_opcode_err(cause);
 	if (viw_ops[opcode].single && !(ctrl[0] & VIW_DDP_F_LAST))
 		return viw_opcode_err(cause);
@@ -549,7 +565,7 @@ static bool viw_ddp_hdr_ok(const struct viw_ddp_hdr *hdr)
 {
 	const struct viw_op_info *op;
 
-	if (hdr->opcode > VIW_RDMAP_OPCODE_MAX)
+	if (!viw_op_defined(hdr->opcode))
 		return false;
 	op = &viw_ops[hdr->opcode];
 	if (hdr->tagged != op->tagged || (op->single && !hdr->last))
@@ -604,6 +620,82 @@ void viw_read_req_decode(const u8 *buf, struct viw_read_req *rr)
 	rr->size = viw_get_be32(buf + 12);
 	rr->src_stag = viw_get_be32(buf + 16);
 	rr->src_to = viw_get_be64(buf + 20);
+}
+
+/*
+ * Atomic Request body: Reserved (28 bits) and Atomic Operation Code (4),
+ * Request Identifier, Remote STag, Remote Tagged Offset, then the four
+ * 64-bit operands.  Atomic Response body: Original Request Identifier and
+ * Original Remote Data Value.
+ */
+#define VIW_ATOMIC_OP_MASK	0xfU
+
+void viw_atomic_req_encode(u8 *buf, const struct viw_atomic_req *ar)
+{
+	viw_put_be32(buf, ar->op & VIW_ATOMIC_OP_MASK);
+	viw_put_be32(buf + 4, ar->req_id);
+	viw_put_be32(buf + 8, ar->stag);
+	viw_put_be64(buf + 12, ar->to);
+	viw_put_be64(buf + 20, ar->add_swap);
+	viw_put_be64(buf + 28, ar->add_swap_mask);
+	viw_put_be64(buf + 36, ar->compare);
+	viw_put_be64(buf + 44, ar->compare_mask);
+}
+
+/*
+ * An operation code viw does not know, like reserved bits that are set,
+ * is a request RDMAP does not define: the unexpected opcode error, as for
+ * an unknown RDMAP opcode.
+ */
+int viw_atomic_req_decode(const u8 *buf, struct viw_atomic_req *ar,
+			  struct viw_term_cause *cause)
+{
+	u32 w = viw_get_be32(buf);
+
+	ar->op = w & VIW_ATOMIC_OP_MASK;
+	ar->req_id = viw_get_be32(buf + 4);
+	ar->stag = viw_get_be32(buf + 8);
+	ar->to = viw_get_be64(buf + 12);
+	ar->add_swap = viw_get_be64(buf + 20);
+	ar->add_swap_mask = viw_get_be64(buf + 28);
+	ar->compare = viw_get_be64(buf + 36);
+	ar->compare_mask = viw_get_be64(buf + 44);
+	if (w & ~VIW_ATOMIC_OP_MASK ||
+	    (ar->op != VIW_ATOMIC_FETCH_ADD && ar->op != VIW_ATOMIC_CMP_SWAP))
+		return viw_opcode_err(cause);
+	return 0;
+}
+
+void viw_atomic_resp_encode(u8 *buf, const struct viw_atomic_resp *resp)
+{
+	viw_put_be32(buf, resp->req_id);
+	viw_put_be64(buf + 4, resp->orig);
+}
+
+void viw_atomic_resp_decode(const u8 *buf, struct viw_atomic_resp *resp)
+{
+	resp->req_id = viw_get_be32(buf);
+	resp->orig = viw_get_be64(buf + 4);
+}
+
+/*
+ * Field-wise add: with the mask bits (the top bit of each field) cleared
+ * in both operands, no carry crosses a field; the top bits are the XOR of
+ * the operands' top bits and the carry that reached them.
+ */
+static u64 viw_masked_add(u64 a, u64 b, u64 mask)
+{
+	return ((a & ~mask) + (b & ~mask)) ^ ((a ^ b) & mask);
+}
+
+u64 viw_atomic_apply(const struct viw_atomic_req *ar, u64 orig)
+{
+	if (ar->op == VIW_ATOMIC_FETCH_ADD)
+		return viw_masked_add(orig, ar->add_swap, ar->add_swap_mask);
+	if ((orig ^ ar->compare) & ar->compare_mask)
+		return orig;
+	return (orig & ~ar->add_swap_mask) |
+	       (ar->add_swap & ar->add_swap_mask);
 }
 
 /* ---- TERMINATE ---------------------------------------------------------- */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * viw wire format: MPA (RFC 5044, RFC 6581), DDP (RFC 5041) and RDMAP
- * (RFC 5040) headers.
+ * (RFC 5040, and the atomic operations of RFC 7306) headers.
  *
  * Plain C with no kernel dependency: the same viw_wire.c is built into the
  * module and into the user-space unit tests and fuzzers.  All multi-byte
@@ -175,21 +175,33 @@ enum viw_rdmap_opcode {
 	VIW_RDMAP_SEND_SE = 0x5,
 	VIW_RDMAP_SEND_SE_INV = 0x6,
 	VIW_RDMAP_TERMINATE = 0x7,
-	VIW_RDMAP_OPCODE_MAX = VIW_RDMAP_TERMINATE,
+	/* RFC 7306; its Immediate Data opcodes 0x8, 0x9 are not supported */
+	VIW_RDMAP_ATOMIC_REQ = 0xa,
+	VIW_RDMAP_ATOMIC_RESP = 0xb,
+	VIW_RDMAP_OPCODE_MAX = VIW_RDMAP_ATOMIC_RESP,
 };
 
+/*
+ * Untagged queues.  An Atomic Request travels on the Read Request queue
+ * and shares its MSN sequence (and the IRD/ORD credits): the responder
+ * answers READs and atomics in the order they arrived.  Atomic Responses
+ * have a queue of their own.
+ */
 enum viw_ddp_qn {
 	VIW_QN_SEND = 0,
 	VIW_QN_READ_REQ = 1,
 	VIW_QN_TERMINATE = 2,
+	VIW_QN_ATOMIC_RESP = 3,
 };
 
 #define VIW_DDP_TAGGED_HDR_LEN		14	/* ctrl, STag, TO */
 #define VIW_DDP_UNTAGGED_HDR_LEN	18	/* ctrl, rsvd/inv, QN, MSN, MO */
 #define VIW_RDMAP_READ_REQ_LEN		28	/* body of a Read Request */
 #define VIW_RDMAP_TERM_CTRL_LEN		4
+#define VIW_RDMAP_ATOMIC_REQ_LEN	52	/* body of an Atomic Request */
+#define VIW_RDMAP_ATOMIC_RESP_LEN	12	/* body of an Atomic Response */
 /* Largest header viw sends or must parse before the payload. */
-#define VIW_MAX_HDR_LEN	(VIW_DDP_UNTAGGED_HDR_LEN + VIW_RDMAP_READ_REQ_LEN)
+#define VIW_MAX_HDR_LEN	(VIW_DDP_UNTAGGED_HDR_LEN + VIW_RDMAP_ATOMIC_REQ_LEN)
 
 /* A decoded DDP segment header together with its RDMAP control. */
 struct viw_ddp_hdr {
@@ -213,6 +225,38 @@ struct viw_read_req {
 	u32 size;
 	u32 src_stag;
 	u64 src_to;
+};
+
+/* RFC 7306 Atomic Operation Codes */
+enum viw_atomic_op {
+	VIW_ATOMIC_FETCH_ADD = 0x0,
+	VIW_ATOMIC_CMP_SWAP = 0x2,
+};
+
+/* The size and alignment of an atomic target. */
+#define VIW_ATOMIC_SIZE		8
+
+/*
+ * Body of an Atomic Request.  FetchAdd uses add_swap/add_swap_mask as
+ * Add Data and Add Mask, CmpSwap as Swap Data and Swap Mask plus the
+ * Compare Data and Compare Mask.  The verbs' plain operations are FetchAdd
+ * with Add Mask 0 and CmpSwap with both masks all ones.
+ */
+struct viw_atomic_req {
+	u8 op;			/* enum viw_atomic_op */
+	u32 req_id;		/* echoed in the response */
+	u32 stag;
+	u64 to;
+	u64 add_swap;
+	u64 add_swap_mask;
+	u64 compare;
+	u64 compare_mask;
+};
+
+/* Body of an Atomic Response. */
+struct viw_atomic_resp {
+	u32 req_id;
+	u64 orig;		/* the target's value before the operation */
 };
 
 /* Why a header is not acceptable, as a TERMINATE would report it. */
@@ -305,6 +349,32 @@ int viw_ddp_encode(u8 *buf, size_t len, const struct viw_ddp_hdr *hdr);
 
 void viw_read_req_encode(u8 *buf, const struct viw_read_req *rr);
 void viw_read_req_decode(const u8 *buf, struct viw_read_req *rr);
+
+void viw_atomic_req_encode(u8 *buf, const struct viw_atomic_req *ar);
+/*
+ * Decode an Atomic Request body.  Returns 0, or -EPROTO with @cause set
+ * (RDMAP remote operation error, unexpected opcode) for an Atomic
+ * Operation Code viw does not know or reserved bits that are set.
+ */
+int viw_atomic_req_decode(const u8 *buf, struct viw_atomic_req *ar,
+			  struct viw_term_cause *cause);
+void viw_atomic_resp_encode(u8 *buf, const struct viw_atomic_resp *resp);
+void viw_atomic_resp_decode(const u8 *buf, struct viw_atomic_resp *resp);
+
+/*
+ * The value the target holds after @ar was applied to @orig.  FetchAdd
+ * adds in fields: a bit set in the Add Mask ends a field, so the carry
+ * out of that bit is dropped (mask 0 is a plain 64-bit add).  CmpSwap
+ * compares the bits in the Compare Mask and, if they are equal, replaces
+ * the bits in the Swap Mask.
+ */
+u64 viw_atomic_apply(const struct viw_atomic_req *ar, u64 orig);
+
+/* Whether @to is a valid atomic target address: 8-byte aligned. */
+static inline bool viw_atomic_aligned(u64 to)
+{
+	return !(to & (VIW_ATOMIC_SIZE - 1));
+}
 
 /* ---- TERMINATE ------------------------------------------------------------ */
 

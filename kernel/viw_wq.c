@@ -122,6 +122,10 @@ static u8 viw_sqe_cqe_opcode(const struct viw_sqe *sqe)
 		return VIW_CQE_OP_WRITE;
 	case VIW_OP_READ:
 		return VIW_CQE_OP_READ;
+	case VIW_OP_ATOMIC_CMP_SWP:
+		return VIW_CQE_OP_COMP_SWAP;
+	case VIW_OP_ATOMIC_FETCH_ADD:
+		return VIW_CQE_OP_FETCH_ADD;
 	default:
 		return VIW_CQE_OP_SEND;
 	}
@@ -132,6 +136,9 @@ static u32 viw_sqe_byte_len(const struct viw_sqe *sqe)
 	u32 len = 0;
 	int i;
 
+	if (sqe->opcode == VIW_OP_ATOMIC_CMP_SWP ||
+	    sqe->opcode == VIW_OP_ATOMIC_FETCH_ADD)
+		return VIW_ATOMIC_SIZE;
 	if (sqe->opcode != VIW_OP_READ)
 		return 0;
 	for (i = 0; i < min_t(int, sqe->num_sge, VIW_MAX_SGE); i++)

@@ -96,13 +96,28 @@ enum viw_sq_opcode {
 	VIW_OP_SEND_INV = 1,
 	VIW_OP_WRITE = 2,
 	VIW_OP_READ = 3,
-	VIW_OP_MAX = VIW_OP_READ,
+	VIW_OP_ATOMIC_CMP_SWP = 4,
+	VIW_OP_ATOMIC_FETCH_ADD = 5,
+	VIW_OP_MAX = VIW_OP_ATOMIC_FETCH_ADD,
+};
+
+/*
+ * The operands of an atomic WQE, stored in place of sge[] (which is large
+ * enough): one 8-byte local SGE for the original remote value, then the
+ * operands.  num_sge is 1.  Not a union member of struct viw_sqe, so that
+ * the header stays ISO C99.
+ */
+struct viw_sqe_atomic {
+	struct viw_sge sge;
+	__aligned_u64 compare_add;	/* CMP_SWP: compare; FETCH_ADD: add */
+	__aligned_u64 swap;		/* CMP_SWP only */
 };
 
 /*
  * Send queue element.  For VIW_WQE_INLINE the data (at most
  * VIW_MAX_INLINE bytes) is stored in place of sge[] and inline_len gives
- * its length; otherwise num_sge entries of sge[] are used.
+ * its length; an atomic WQE holds struct viw_sqe_atomic there; otherwise
+ * num_sge entries of sge[] are used.
  */
 struct viw_sqe {
 	__aligned_u64 wr_id;
@@ -110,10 +125,10 @@ struct viw_sqe {
 	__u8 opcode;		/* enum viw_sq_opcode */
 	__u8 num_sge;
 	__u32 inv_stag;		/* VIW_OP_SEND_INV: STag to invalidate */
-	__aligned_u64 raddr;	/* WRITE, READ: remote address */
-	__u32 rkey;		/* WRITE, READ: remote STag */
+	__aligned_u64 raddr;	/* WRITE, READ, atomics: remote address */
+	__u32 rkey;		/* WRITE, READ, atomics: remote STag */
 	__u32 inline_len;
-	struct viw_sge sge[VIW_MAX_SGE];
+	struct viw_sge sge[VIW_MAX_SGE];	/* or struct viw_sqe_atomic */
 };
 
 /* Receive queue element, used by the RQ and the SRQ. */
@@ -138,6 +153,8 @@ enum viw_cqe_opcode {
 	VIW_CQE_OP_WRITE = 1,
 	VIW_CQE_OP_READ = 2,
 	VIW_CQE_OP_RECV = 3,
+	VIW_CQE_OP_COMP_SWAP = 4,
+	VIW_CQE_OP_FETCH_ADD = 5,
 };
 
 enum viw_cqe_status {

@@ -180,7 +180,9 @@ bool viw_cq_pop(struct viw_cq *cq, struct ibv_wc *wc);
 /* viw_post_ex.c: ibv_wr_*() on an extended QP, ibv_cq_ex polling */
 #define VIW_QP_EX_SEND_OPS \
 	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV | \
-	 IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ)
+	 IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ | \
+	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 #define VIW_CQ_EX_WC_FLAGS IBV_WC_STANDARD_FLAGS
 void viw_qp_ex_init(struct viw_qp *qp, uint64_t send_ops_flags);
 void viw_cq_ex_init(struct viw_cq *cq);

@@ -45,6 +45,12 @@ static int viw_sq_opcode(enum ibv_wr_opcode opcode, uint8_t *op)
 	case IBV_WR_RDMA_READ:
 		*op = VIW_OP_READ;
 		return 0;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		*op = VIW_OP_ATOMIC_CMP_SWP;
+		return 0;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		*op = VIW_OP_ATOMIC_FETCH_ADD;
+		return 0;
 	default:
 		return EINVAL;
 	}
@@ -82,11 +88,32 @@ static int64_t viw_inline_len(const struct viw_qp *qp,
 	return len > qp->max_inline ? -1 : (int64_t)len;
 }
 
+static bool viw_op_is_atomic(uint8_t op)
+{
+	return op == VIW_OP_ATOMIC_CMP_SWP || op == VIW_OP_ATOMIC_FETCH_ADD;
+}
+
+/*
+ * One buffer receives the original value and nothing goes inline; the
+ * kernel checks that the buffer is 8 bytes and completes the WR in error
+ * if it is not.
+ */
+static int viw_check_atomic_wr(const struct ibv_send_wr *wr)
+{
+	if (wr->num_sge != 1)
+		return EINVAL;
+	if (wr->send_flags & (~VIW_SEND_FLAGS | IBV_SEND_INLINE))
+		return EINVAL;
+	return 0;
+}
+
 static int viw_check_send_wr(const struct viw_qp *qp,
 			     const struct ibv_send_wr *wr, uint8_t *op)
 {
 	if (viw_sq_opcode(wr->opcode, op))
 		return EINVAL;
+	if (viw_op_is_atomic(*op))
+		return viw_check_atomic_wr(wr);
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge)
 		return EINVAL;
 	if (wr->send_flags & ~VIW_SEND_FLAGS)
@@ -130,6 +157,25 @@ static void viw_sqe_copy_sges(struct viw_sqe *sqe,
 	sqe->inline_len = 0;
 }
 
+/* The atomic operands go where the SGEs would be (viw-abi.h). */
+static void viw_sqe_copy_atomic(struct viw_sqe *sqe,
+				const struct ibv_send_wr *wr)
+{
+	struct viw_sqe_atomic at = {
+		.sge = {
+			.addr = wr->sg_list[0].addr,
+			.length = wr->sg_list[0].length,
+			.lkey = wr->sg_list[0].lkey,
+		},
+		.compare_add = wr->wr.atomic.compare_add,
+		.swap = wr->wr.atomic.swap,
+	};
+
+	memcpy(sqe->sge, &at, sizeof(at));
+	sqe->num_sge = 1;
+	sqe->inline_len = 0;
+}
+
 /* Fill a slot the provider owns; its VALID bit stays clear. */
 static void viw_sqe_write(struct viw_sqe *sqe, const struct ibv_send_wr *wr,
 			  uint8_t op, uint16_t flags)
@@ -142,11 +188,16 @@ static void viw_sqe_write(struct viw_sqe *sqe, const struct ibv_send_wr *wr,
 	if (op == VIW_OP_WRITE || op == VIW_OP_READ) {
 		sqe->raddr = wr->wr.rdma.remote_addr;
 		sqe->rkey = wr->wr.rdma.rkey;
+	} else if (viw_op_is_atomic(op)) {
+		sqe->raddr = wr->wr.atomic.remote_addr;
+		sqe->rkey = wr->wr.atomic.rkey;
 	} else {
 		sqe->raddr = 0;
 		sqe->rkey = 0;
 	}
-	if (flags & VIW_WQE_INLINE)
+	if (viw_op_is_atomic(op))
+		viw_sqe_copy_atomic(sqe, wr);
+	else if (flags & VIW_WQE_INLINE)
 		viw_sqe_copy_inline(sqe, wr);
 	else
 		viw_sqe_copy_sges(sqe, wr);
@@ -382,6 +433,12 @@ static bool viw_map_opcode(uint8_t op, enum ibv_wc_opcode *opcode)
 		return true;
 	case VIW_CQE_OP_RECV:
 		*opcode = IBV_WC_RECV;
+		return true;
+	case VIW_CQE_OP_COMP_SWAP:
+		*opcode = IBV_WC_COMP_SWAP;
+		return true;
+	case VIW_CQE_OP_FETCH_ADD:
+		*opcode = IBV_WC_FETCH_ADD;
 		return true;
 	default:
 		*opcode = IBV_WC_SEND;

@@ -91,6 +91,33 @@ static void viw_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey,
 			  rkey, remote_addr);
 }
 
+/* The result buffer comes with the data call, as for a READ. */
+static void viw_wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey,
+				  uint64_t remote_addr, uint64_t compare,
+				  uint64_t swap)
+{
+	struct ibv_send_wr *wr;
+
+	wr = viw_wr_begin(qpx, IBV_WR_ATOMIC_CMP_AND_SWP,
+			  IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP);
+	wr->wr.atomic.rkey = rkey;
+	wr->wr.atomic.remote_addr = remote_addr;
+	wr->wr.atomic.compare_add = compare;
+	wr->wr.atomic.swap = swap;
+}
+
+static void viw_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
+				    uint64_t remote_addr, uint64_t add)
+{
+	struct ibv_send_wr *wr;
+
+	wr = viw_wr_begin(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD,
+			  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD);
+	wr->wr.atomic.rkey = rkey;
+	wr->wr.atomic.remote_addr = remote_addr;
+	wr->wr.atomic.compare_add = add;
+}
+
 /* Give the staged WR its data and write it into the SQ. */
 static void viw_wr_set_data(struct ibv_qp_ex *qpx, struct ibv_sge *sg_list,
 			    size_t num_sge, bool is_inline)
@@ -207,6 +234,8 @@ void viw_qp_ex_init(struct viw_qp *qp, uint64_t send_ops_flags)
 	qpx->wr_send_inv = viw_wr_send_inv;
 	qpx->wr_rdma_write = viw_wr_rdma_write;
 	qpx->wr_rdma_read = viw_wr_rdma_read;
+	qpx->wr_atomic_cmp_swp = viw_wr_atomic_cmp_swp;
+	qpx->wr_atomic_fetch_add = viw_wr_atomic_fetch_add;
 	qpx->wr_set_sge = viw_wr_set_sge;
 	qpx->wr_set_sge_list = viw_wr_set_sge_list;
 	qpx->wr_set_inline_data = viw_wr_set_inline_data;

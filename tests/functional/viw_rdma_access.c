@@ -18,8 +18,23 @@
  *   s2  READ with the stale (deregistered) rkey.
  *   s3  WRITE to mr_local (valid rkey, no REMOTE_WRITE), then READ.
  *   s4  READ of 8 bytes straddling the end of target (bounds).
+ *   s5  RFC 7306 atomics on "atom" (REMOTE_ATOMIC|REMOTE_READ, 64-bit words
+ *       of RA_ATOM_INIT): two FetchAdds on one word, a CmpSwap that swaps
+ *       and one that does not, then a READ of the three words: all
+ *       succeed with the opcode and byte_len of an atomic, each returns
+ *       the original value, the READ and the server see exactly what the
+ *       operations left; then a normal rdma_disconnect.
+ *   s6  FetchAdd with an unregistered rkey.
+ *   s7  FetchAdd on target (valid rkey, no REMOTE_ATOMIC).
+ *   s8  FetchAdd on atom+4 (not 8-byte aligned).
+ *   s9, s10  two connections at once, each posting RA_CONC_OPS FetchAdds
+ *       of 1 on the same word of atom, in batches, alternating: every one
+ *       succeeds, and the original values returned over both QPs are
+ *       exactly RA_ATOM_INIT .. RA_ATOM_INIT + 2 * RA_CONC_OPS - 1, each
+ *       once (no add was lost or applied twice, whichever QP's engine ran
+ *       it); the server finds the sum.  Both end in a normal disconnect.
  *
- * In s1..s4 every WR is signaled and a valid READ and WRITE trail the
+ * In s1..s4 and s6..s8 every WR is signaled and a valid READ and WRITE trail the
  * violation.  The client asserts, strictly: a WRITE in front of the
  * violation completes with SUCCESS (it completes locally once sent), the
  * violating READ or the READ behind the violating WRITE completes with
@@ -36,14 +51,16 @@
  *
  * The server asserts for each connection: it is established, it ends with
  * RDMA_CM_EVENT_DISCONNECTED, the QP is then in ERR, the server CQ stayed
- * empty, mr_local is untouched and target is untouched (s0: holds exactly
- * what the WRITE put there, and is restored afterwards).
+ * empty, mr_local is untouched, target is untouched (s0: holds exactly
+ * what the WRITE put there, and is restored afterwards) and so is atom
+ * (s5: holds what the atomics left).  A refused atomic leaves the
+ * client's result buffer untouched too.
  *
  * One "PASS name" or "FAIL name: why" line per check, "INFO" lines for
  * context, and a final "N passed, N failed"; exit 0 only if all passed.
  * Every wait has a deadline, and the whole run is bounded by -t (client
- * 45 s, server 50 s by default; a watchdog ends the process 5 s later if
- * a call blocks).  The server exits once all five connections ended.  The
+ * 80 s, server 85 s by default; a watchdog ends the process 5 s later if
+ * a call blocks).  The server exits once all connections ended.  The
  * client retries its first connection for 5 s while it is refused, so the
  * server may start at the same time.
  */
@@ -65,10 +82,13 @@
 
 #define RA_MAGIC		0x76697761	/* "viwa" */
 #define RA_DEFAULT_PORT		"7479"
-#define RA_CLIENT_SECS		45
-#define RA_SERVER_SECS		50
+#define RA_CLIENT_SECS		80
+#define RA_SERVER_SECS		85
 
 #define RA_TARGET_LEN		(64 * 1024)
+#define RA_ATOM_LEN		4096
+#define RA_ATOM_INIT		0x0102030405060708ULL
+#define RA_ATOM_SWAP		0xfedcba9876543210ULL
 #define RA_LOCAL_LEN		4096
 #define RA_STALE_LEN		4096
 #define RA_TARGET_FILL		0xa5
@@ -86,10 +106,16 @@
 #define RA_L_BACK		4096	/* READ back of s0 */
 #define RA_L_PROBE		8192	/* 8-byte READ sinks, 64 bytes apart */
 #define RA_L_JUNK		12288	/* trailing WRITE source */
+#define RA_L_ATOM		16384	/* atomic results, 64 bytes apart */
+#define RA_L_CONC		20480	/* s9/s10 results, 8 bytes apart */
+
+#define RA_CONC_WORD		4	/* the word of atom s9 and s10 add to */
+#define RA_CONC_BATCH		8
+#define RA_CONC_OPS		(25 * RA_CONC_BATCH)	/* per QP */
 
 #define RA_RD_DEPTH		4
 #define RA_QP_DEPTH		16
-#define RA_MAX_OPS		4
+#define RA_MAX_OPS		6
 
 #define RA_RESOLVE_MS		2000
 #define RA_EVENT_MS		3000
@@ -106,6 +132,12 @@ enum {
 	RA_S_STALE_RKEY,
 	RA_S_NO_RIGHTS,
 	RA_S_BOUNDS,
+	RA_S_ATOMIC,
+	RA_S_ATOMIC_BAD_RKEY,
+	RA_S_ATOMIC_NO_RIGHTS,
+	RA_S_ATOMIC_UNALIGNED,
+	RA_S_CONC_A,
+	RA_S_CONC_B,
 	RA_NUM_SCENARIOS,
 };
 
@@ -115,7 +147,20 @@ static const char *const ra_scenario_names[RA_NUM_SCENARIOS] = {
 	[RA_S_STALE_RKEY] = "READ with a deregistered rkey",
 	[RA_S_NO_RIGHTS] = "WRITE to an MR without REMOTE_WRITE, then READ",
 	[RA_S_BOUNDS] = "READ across the end of the MR",
+	[RA_S_ATOMIC] = "FetchAdd and CmpSwap, then READ",
+	[RA_S_ATOMIC_BAD_RKEY] = "FetchAdd with an unregistered rkey",
+	[RA_S_ATOMIC_NO_RIGHTS] = "FetchAdd on an MR without REMOTE_ATOMIC",
+	[RA_S_ATOMIC_UNALIGNED] = "FetchAdd at an unaligned address",
+	[RA_S_CONC_A] = "FetchAdds on one word from two QPs, QP a",
+	[RA_S_CONC_B] = "FetchAdds on one word from two QPs, QP b",
 };
+
+/* The scenarios that end in a normal disconnect; the others in ERR. */
+static bool ra_valid_scenario(int sc)
+{
+	return sc == RA_S_VALID || sc == RA_S_ATOMIC || sc == RA_S_CONC_A ||
+	       sc == RA_S_CONC_B;
+}
 
 /* Client -> server, in the rdma_connect private data (big endian). */
 struct ra_hello {
@@ -133,7 +178,8 @@ struct ra_offer {
 	uint32_t rw_rkey;
 	uint32_t local_rkey;
 	uint32_t stale_rkey;
-	uint32_t reserved;
+	uint32_t atom_rkey;
+	uint64_t atom_addr;
 };
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -215,6 +261,10 @@ struct ra_op {
 	uint64_t raddr;
 	uint32_t rkey;
 	enum ibv_wc_status want;
+	/* atomics: operands, and the original value a success returns */
+	uint64_t compare_add;
+	uint64_t swap;
+	uint64_t want_orig;
 };
 
 static void client_close(struct ra_client *c)
@@ -292,6 +342,8 @@ static int client_parse_offer(struct ra_client *c, int sc,
 	c->peer.rw_rkey = be32toh(o.rw_rkey);
 	c->peer.local_rkey = be32toh(o.local_rkey);
 	c->peer.stale_rkey = be32toh(o.stale_rkey);
+	c->peer.atom_rkey = be32toh(o.atom_rkey);
+	c->peer.atom_addr = be64toh(o.atom_addr);
 	if (c->peer.magic != RA_MAGIC || c->peer.scenario != (uint32_t)sc) {
 		snprintf(c->why, sizeof(c->why),
 			 "accept private data: magic %#x scenario %u",
@@ -376,6 +428,43 @@ static bool client_connect_retry(struct ra_client *c, int sc, bool first)
 			 .len = (_len), .raddr = (_raddr), .rkey = (_rkey), \
 			 .want = (_want) })
 
+/* An atomic on the 8 bytes at @raddr; its result goes to slot @slot. */
+#define RA_ATOMIC(_what, _op, _slot, _raddr, _rkey, _want, _cmp_add, \
+		  _swap, _orig) \
+	((struct ra_op){ .what = (_what), .opcode = (_op), \
+			 .loff = RA_L_ATOM + 64 * (_slot), .len = 8, \
+			 .raddr = (_raddr), .rkey = (_rkey), .want = (_want), \
+			 .compare_add = (_cmp_add), .swap = (_swap), \
+			 .want_orig = (_orig) })
+
+static bool ra_is_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	       op == IBV_WR_ATOMIC_CMP_AND_SWP;
+}
+
+/* s5: the atomics and the READ of what they left. */
+static int build_atomic_ops(const struct ra_offer *p, struct ra_op *ops)
+{
+	const uint64_t a = p->atom_addr;
+	const uint32_t k = p->atom_rkey;
+	int n = 0;
+
+	ops[n++] = RA_ATOMIC("FetchAdd 5", IBV_WR_ATOMIC_FETCH_AND_ADD, 0, a,
+			     k, IBV_WC_SUCCESS, 5, 0, RA_ATOM_INIT);
+	ops[n++] = RA_ATOMIC("FetchAdd 7", IBV_WR_ATOMIC_FETCH_AND_ADD, 1, a,
+			     k, IBV_WC_SUCCESS, 7, 0, RA_ATOM_INIT + 5);
+	ops[n++] = RA_ATOMIC("CmpSwap equal", IBV_WR_ATOMIC_CMP_AND_SWP, 2,
+			     a + 8, k, IBV_WC_SUCCESS, RA_ATOM_INIT,
+			     RA_ATOM_SWAP, RA_ATOM_INIT);
+	ops[n++] = RA_ATOMIC("CmpSwap unequal", IBV_WR_ATOMIC_CMP_AND_SWP, 3,
+			     a + 16, k, IBV_WC_SUCCESS, RA_ATOM_INIT + 1,
+			     RA_ATOM_SWAP, RA_ATOM_INIT);
+	ops[n++] = RA_OP("READ 3 words", IBV_WR_RDMA_READ, RA_L_BACK, 24, a, k,
+			 IBV_WC_SUCCESS);
+	return n;
+}
+
 /* The valid READ and WRITE posted behind a violation: both flushed. */
 static int add_trailers(const struct ra_offer *p, struct ra_op *ops, int n)
 {
@@ -434,6 +523,26 @@ static int build_ops(const struct ra_client *c, int sc, struct ra_op *ops)
 				 p->rw_addr + RA_TARGET_LEN - 4, p->rw_rkey,
 				 IBV_WC_REM_ACCESS_ERR);
 		break;
+	case RA_S_ATOMIC:
+		return build_atomic_ops(p, ops);
+	case RA_S_ATOMIC_BAD_RKEY:
+		ops[n++] = RA_ATOMIC("FetchAdd unregistered rkey",
+				     IBV_WR_ATOMIC_FETCH_AND_ADD, 0,
+				     p->atom_addr, c->bad_rkey,
+				     IBV_WC_REM_ACCESS_ERR, 1, 0, 0);
+		break;
+	case RA_S_ATOMIC_NO_RIGHTS:
+		ops[n++] = RA_ATOMIC("FetchAdd on target",
+				     IBV_WR_ATOMIC_FETCH_AND_ADD, 0,
+				     p->rw_addr, p->rw_rkey,
+				     IBV_WC_REM_ACCESS_ERR, 1, 0, 0);
+		break;
+	case RA_S_ATOMIC_UNALIGNED:
+		ops[n++] = RA_ATOMIC("FetchAdd at atom+4",
+				     IBV_WR_ATOMIC_FETCH_AND_ADD, 0,
+				     p->atom_addr + 4, p->atom_rkey,
+				     IBV_WC_REM_ACCESS_ERR, 1, 0, 0);
+		break;
 	}
 	return add_trailers(p, ops, n);
 }
@@ -457,6 +566,13 @@ static int client_post(struct ra_client *c, const struct ra_op *ops, int n)
 		wr[i].num_sge = 1;
 		wr[i].opcode = ops[i].opcode;
 		wr[i].send_flags = IBV_SEND_SIGNALED;
+		if (ra_is_atomic(ops[i].opcode)) {
+			wr[i].wr.atomic.remote_addr = ops[i].raddr;
+			wr[i].wr.atomic.rkey = ops[i].rkey;
+			wr[i].wr.atomic.compare_add = ops[i].compare_add;
+			wr[i].wr.atomic.swap = ops[i].swap;
+			continue;
+		}
 		wr[i].wr.rdma.remote_addr = ops[i].raddr;
 		wr[i].wr.rdma.rkey = ops[i].rkey;
 	}
@@ -488,7 +604,16 @@ static const char *wc_status_name(enum ibv_wc_status status)
 
 static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op)
 {
-	return op == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE;
+	switch (op) {
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	default:
+		return IBV_WC_RDMA_WRITE;
+	}
 }
 
 /* The i-th completion against the i-th WR; true if it matches. */
@@ -520,7 +645,8 @@ static bool check_wc(int sc, int i, const struct ra_op *op,
 			wc_opcode_of(op->opcode));
 		return false;
 	}
-	if (wc->status == IBV_WC_SUCCESS && op->opcode == IBV_WR_RDMA_READ &&
+	if (wc->status == IBV_WC_SUCCESS &&
+	    (op->opcode == IBV_WR_RDMA_READ || ra_is_atomic(op->opcode)) &&
 	    wc->byte_len != op->len) {
 		vt_fail(name, "byte_len %u, expected %u", wc->byte_len,
 			op->len);
@@ -575,6 +701,68 @@ static void client_check_s0_data(struct ra_client *c)
 		 off < 0 ? 0 : c->buf[RA_L_PROBE + off], RA_TARGET_FILL);
 }
 
+/* The 64-bit word at @p, which need not be aligned. */
+static uint64_t load_u64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/*
+ * Each atomic's result buffer: the original value if it succeeded, still
+ * the fill (zero) if it was refused.
+ */
+static void client_check_atomic_results(struct ra_client *c, int sc,
+					const struct ra_op *ops, int n)
+{
+	char name[96];
+	uint64_t got;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (!ra_is_atomic(ops[i].opcode))
+			continue;
+		got = load_u64(c->buf + ops[i].loff);
+		if (ops[i].want == IBV_WC_SUCCESS) {
+			snprintf(name, sizeof(name),
+				 "s%d %s returns the original value", sc,
+				 ops[i].what);
+			vt_check(got == ops[i].want_orig, name,
+				 "%#llx, expected %#llx",
+				 (unsigned long long)got,
+				 (unsigned long long)ops[i].want_orig);
+		} else {
+			snprintf(name, sizeof(name),
+				 "s%d %s leaves the result buffer alone", sc,
+				 ops[i].what);
+			vt_check(got == 0, name, "it holds %#llx",
+				 (unsigned long long)got);
+		}
+	}
+}
+
+/* What the atomics of s5 left in the three words. */
+static const uint64_t ra_atom_after[3] = {
+	RA_ATOM_INIT + 12, RA_ATOM_SWAP, RA_ATOM_INIT,
+};
+
+static void client_check_atomic_data(struct ra_client *c)
+{
+	char name[96];
+	uint64_t got;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		got = load_u64(c->buf + RA_L_BACK + 8 * i);
+		snprintf(name, sizeof(name), "s5 READ word %d after atomics", i);
+		vt_check(got == ra_atom_after[i], name, "%#llx, expected %#llx",
+			 (unsigned long long)got,
+			 (unsigned long long)ra_atom_after[i]);
+	}
+}
+
 static void client_wait_disconnected(struct ra_client *c, int sc)
 {
 	struct rdma_cm_event *ev;
@@ -588,7 +776,7 @@ static void client_wait_disconnected(struct ra_client *c, int sc)
 		vt_fail(name, "%s", c->why);
 		return;
 	}
-	if (sc != RA_S_VALID)
+	if (!ra_valid_scenario(sc))
 		vt_info("s%d DISCONNECTED status %d", sc, ev->status);
 	rdma_ack_cm_event(ev);
 	vt_pass("%s", name);
@@ -611,7 +799,8 @@ static uint32_t pick_bad_rkey(const struct ra_offer *p)
 
 	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		r = (uint32_t)(vt_now_ms() * 2654435761u) ^ (uint32_t)getpid();
-	while (r == p->rw_rkey || r == p->local_rkey || r == p->stale_rkey)
+	while (r == p->rw_rkey || r == p->local_rkey || r == p->stale_rkey ||
+	       r == p->atom_rkey)
 		r = r * 1103515245u + 12345u;
 	return r;
 }
@@ -627,9 +816,9 @@ static void client_scenario(struct ra_client *c, int sc, bool first)
 	client_fill(c);
 	if (!client_connect_retry(c, sc, first))
 		return;
-	if (sc == RA_S_BAD_RKEY) {
+	if (sc == RA_S_BAD_RKEY || sc == RA_S_ATOMIC_BAD_RKEY) {
 		c->bad_rkey = pick_bad_rkey(&c->peer);
-		vt_info("s1 uses rkey %#x", c->bad_rkey);
+		vt_info("s%d uses rkey %#x", sc, c->bad_rkey);
 	}
 	n = build_ops(c, sc, ops);
 	rv = client_post(c, ops, n);
@@ -637,14 +826,19 @@ static void client_scenario(struct ra_client *c, int sc, bool first)
 	vt_check(!rv, name, "ibv_post_send: %s", strerror(rv));
 	if (!rv)
 		wcs_ok = client_check_wcs(c, sc, ops, n);
-	if (sc == RA_S_VALID) {
-		if (wcs_ok)
+	if (wcs_ok)
+		client_check_atomic_results(c, sc, ops, n);
+	if (ra_valid_scenario(sc)) {
+		if (wcs_ok && sc == RA_S_VALID)
 			client_check_s0_data(c);
+		else if (wcs_ok)
+			client_check_atomic_data(c);
 		else
-			vt_fail("s0 data",
-				"not checked: the WRs did not succeed");
+			vt_fail("valid scenario data",
+				"s%d not checked: the WRs did not succeed", sc);
 		if (rdma_disconnect(c->id))
-			vt_fail("s0 rdma_disconnect", "%s", strerror(errno));
+			vt_fail("rdma_disconnect", "s%d: %s", sc,
+				strerror(errno));
 	} else {
 		snprintf(name, sizeof(name), "s%d client QP in ERR", sc);
 		check_qp_err(name, c->id->qp, RA_QP_ERR_MS);
@@ -653,9 +847,123 @@ static void client_scenario(struct ra_client *c, int sc, bool first)
 	client_close(c);
 }
 
+/* Post one batch of FetchAdd 1 on the shared word; results from @slot. */
+static int conc_post(struct ra_client *c, int slot)
+{
+	struct ibv_send_wr wr[RA_CONC_BATCH], *bad;
+	struct ibv_sge sge[RA_CONC_BATCH];
+	int i;
+
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < RA_CONC_BATCH; i++) {
+		sge[i] = (struct ibv_sge){
+			.addr = (uintptr_t)(c->buf + RA_L_CONC +
+					    8 * (slot + i)),
+			.length = 8,
+			.lkey = c->mr->lkey,
+		};
+		wr[i].wr_id = slot + i;
+		wr[i].next = i + 1 < RA_CONC_BATCH ? &wr[i + 1] : NULL;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].wr.atomic.remote_addr = c->peer.atom_addr +
+					      8 * RA_CONC_WORD;
+		wr[i].wr.atomic.rkey = c->peer.atom_rkey;
+		wr[i].wr.atomic.compare_add = 1;
+	}
+	return ibv_post_send(c->id->qp, wr, &bad);
+}
+
+/* A batch's completions: all there, successful FetchAdds of 8 bytes. */
+static bool conc_reap(struct ra_client *c, const char *qp_name)
+{
+	struct ibv_wc wc[RA_CONC_BATCH];
+	int got, i;
+
+	got = vt_poll_cq_until(c->cq, wc, RA_CONC_BATCH,
+			       vt_deadline_in(RA_CQ_MS));
+	for (i = 0; i < got; i++)
+		if (wc[i].status != IBV_WC_SUCCESS ||
+		    wc[i].opcode != IBV_WC_FETCH_ADD || wc[i].byte_len != 8)
+			break;
+	if (got == RA_CONC_BATCH && i == got)
+		return true;
+	vt_fail("s9/s10 FetchAdds complete", "QP %s: %d of %d completions, "
+		"%s", qp_name, got, RA_CONC_BATCH,
+		i < got ? wc_status_name(wc[i].status) : "timed out");
+	return false;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The originals returned over both QPs, sorted, must be INIT, INIT + 1,
+ * ...: each add was applied once, atomically with the other QP's.
+ */
+static void conc_check_values(const uint8_t *buf)
+{
+	static uint64_t v[2 * RA_CONC_OPS];
+	int i;
+
+	for (i = 0; i < 2 * RA_CONC_OPS; i++)
+		v[i] = load_u64(buf + RA_L_CONC + 8 * i);
+	qsort(v, 2 * RA_CONC_OPS, sizeof(v[0]), cmp_u64);
+	for (i = 0; i < 2 * RA_CONC_OPS; i++)
+		if (v[i] != RA_ATOM_INIT + (uint64_t)i)
+			break;
+	vt_check(i == 2 * RA_CONC_OPS,
+		 "s9/s10 each original value returned exactly once",
+		 "sorted value %d is %#llx, expected %#llx", i,
+		 i < 2 * RA_CONC_OPS ? (unsigned long long)v[i] : 0ULL,
+		 (unsigned long long)(RA_ATOM_INIT + (uint64_t)i));
+}
+
+/* s9 and s10: two QPs adding to one word in alternating batches. */
+static void client_concurrent(struct ra_client *a, struct ra_client *b)
+{
+	bool ok = true;
+	int slot;
+
+	vt_info("s9/s10: %d FetchAdds of 1 from each of two QPs",
+		RA_CONC_OPS);
+	client_fill(a);
+	b->buf = a->buf;
+	b->dst = a->dst;
+	if (!client_connect_retry(a, RA_S_CONC_A, false))
+		return;
+	if (!client_connect_retry(b, RA_S_CONC_B, false)) {
+		rdma_disconnect(a->id);
+		client_close(a);
+		return;
+	}
+	for (slot = 0; ok && slot < RA_CONC_OPS; slot += RA_CONC_BATCH) {
+		ok = !conc_post(a, slot) &&
+		     !conc_post(b, RA_CONC_OPS + slot);
+		if (!ok)
+			vt_fail("s9/s10 post", "ibv_post_send failed");
+		ok = ok && conc_reap(a, "a");
+		ok = ok && conc_reap(b, "b");
+	}
+	if (ok)
+		conc_check_values(a->buf);
+	if (rdma_disconnect(a->id) || rdma_disconnect(b->id))
+		vt_fail("rdma_disconnect", "s9/s10: %s", strerror(errno));
+	client_wait_disconnected(a, RA_S_CONC_A);
+	client_wait_disconnected(b, RA_S_CONC_B);
+	client_close(a);
+	client_close(b);
+}
+
 static int run_client(const char *host, const char *port)
 {
-	struct ra_client c = { 0 };
+	struct ra_client c = { 0 }, c2 = { 0 };
 	int sc;
 
 	if (vt_resolve(host, port, false, &c.dst))
@@ -670,6 +978,11 @@ static int run_client(const char *host, const char *port)
 			vt_fail("run time",
 				"s%d and later not run: out of time", sc);
 			break;
+		}
+		if (sc == RA_S_CONC_A) {
+			client_concurrent(&c, &c2);
+			sc++;
+			continue;
 		}
 		client_scenario(&c, sc, sc == 0);
 		if (sc == 0 && !c.peer.magic) {
@@ -701,8 +1014,10 @@ struct ra_server {
 	uint8_t *target;
 	uint8_t *local;
 	uint8_t *stale;
+	uint64_t *atom;
 	struct ibv_mr *mr_rw;
 	struct ibv_mr *mr_local;
+	struct ibv_mr *mr_atom;
 	uint32_t stale_rkey;
 	struct ra_conn conn[RA_NUM_SCENARIOS];
 	bool done[RA_NUM_SCENARIOS];
@@ -717,7 +1032,39 @@ static uint8_t *alloc_filled(size_t len, uint8_t fill)
 	return p;
 }
 
-/* target, mr_local and a stale rkey, registered before any connection. */
+static void atom_fill(uint64_t *atom)
+{
+	size_t i;
+
+	for (i = 0; i < RA_ATOM_LEN / 8; i++)
+		atom[i] = RA_ATOM_INIT;
+}
+
+/* atom, with the rights s5 needs and nothing else remote but READ. */
+static int server_setup_atom(struct ra_server *s)
+{
+	s->atom = aligned_alloc(4096, RA_ATOM_LEN);
+	if (!s->atom) {
+		vt_fail("setup", "out of memory");
+		return -1;
+	}
+	atom_fill(s->atom);
+	s->mr_atom = ibv_reg_mr(s->pd, s->atom, RA_ATOM_LEN,
+				IBV_ACCESS_LOCAL_WRITE |
+				IBV_ACCESS_REMOTE_READ |
+				IBV_ACCESS_REMOTE_ATOMIC);
+	if (!s->mr_atom) {
+		vt_fail("setup", "ibv_reg_mr(REMOTE_ATOMIC): %s",
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * target, mr_local, atom and a stale rkey, registered before any
+ * connection.
+ */
 static int server_setup_mrs(struct ra_server *s)
 {
 	int remote = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -739,6 +1086,8 @@ static int server_setup_mrs(struct ra_server *s)
 	s->mr_rw = ibv_reg_mr(s->pd, s->target, RA_TARGET_LEN, remote);
 	s->mr_local = ibv_reg_mr(s->pd, s->local, RA_LOCAL_LEN,
 				 IBV_ACCESS_LOCAL_WRITE);
+	if (server_setup_atom(s))
+		return -1;
 	/* Registered last so that no later registration reuses its index. */
 	stale = ibv_reg_mr(s->pd, s->stale, RA_STALE_LEN, remote);
 	if (!s->mr_rw || !s->mr_local || !stale) {
@@ -750,8 +1099,9 @@ static int server_setup_mrs(struct ra_server *s)
 		vt_fail("setup", "ibv_dereg_mr: %s", strerror(errno));
 		return -1;
 	}
-	vt_info("mr_rw rkey %#x, mr_local rkey %#x, stale rkey %#x",
-		s->mr_rw->rkey, s->mr_local->rkey, s->stale_rkey);
+	vt_info("mr_rw rkey %#x, mr_local rkey %#x, stale rkey %#x, "
+		"mr_atom rkey %#x", s->mr_rw->rkey, s->mr_local->rkey,
+		s->stale_rkey, s->mr_atom->rkey);
 	return 0;
 }
 
@@ -779,6 +1129,8 @@ static void server_close(struct ra_server *s)
 		ibv_dereg_mr(s->mr_rw);
 	if (s->mr_local)
 		ibv_dereg_mr(s->mr_local);
+	if (s->mr_atom)
+		ibv_dereg_mr(s->mr_atom);
 	if (s->pd)
 		ibv_dealloc_pd(s->pd);
 	if (s->listen)
@@ -788,6 +1140,7 @@ static void server_close(struct ra_server *s)
 	free(s->target);
 	free(s->local);
 	free(s->stale);
+	free(s->atom);
 }
 
 static void server_offer(const struct ra_server *s, int sc,
@@ -802,6 +1155,8 @@ static void server_offer(const struct ra_server *s, int sc,
 	o->rw_rkey = htobe32(s->mr_rw->rkey);
 	o->local_rkey = htobe32(s->mr_local->rkey);
 	o->stale_rkey = htobe32(s->stale_rkey);
+	o->atom_rkey = htobe32(s->mr_atom->rkey);
+	o->atom_addr = htobe64((uintptr_t)s->atom);
 }
 
 static void conn_free(struct ra_conn *conn)
@@ -928,7 +1283,64 @@ static void server_check_target(struct ra_server *s, int sc)
 	memset(s->target + start, RA_TARGET_FILL, RA_TARGET_LEN - start);
 }
 
-/* After DISCONNECTED: the QP, the CQ, mr_local and target. */
+/* Whether connection @other, not @sc itself, is still open. */
+static bool other_open(const struct ra_server *s, int sc, int other)
+{
+	return other != sc && s->conn[other].id;
+}
+
+/*
+ * atom after connection @sc.  s5 leaves ra_atom_after[] in words 0..2;
+ * s9 and s10 together add 2 * RA_CONC_OPS to word RA_CONC_WORD, checked
+ * when the second of them ends; everything else stays RA_ATOM_INIT.  The
+ * words of a scenario still open are left to it; the rest is restored,
+ * so that each connection starts from the fill whatever happened.
+ */
+static void server_check_atom(struct ra_server *s, int sc)
+{
+	bool s5_busy = other_open(s, sc, RA_S_ATOMIC);
+	bool conc_busy = other_open(s, sc, RA_S_CONC_A) ||
+			 other_open(s, sc, RA_S_CONC_B);
+	bool conc = sc == RA_S_CONC_A || sc == RA_S_CONC_B;
+	uint64_t want = RA_ATOM_INIT + 2 * RA_CONC_OPS;
+	char name[96];
+	long bad = -1;
+	size_t i;
+
+	for (i = 0; sc == RA_S_ATOMIC && i < 3; i++) {
+		snprintf(name, sizeof(name),
+			 "server s5 atom word %zu after atomics", i);
+		vt_check(s->atom[i] == ra_atom_after[i], name,
+			 "%#llx, expected %#llx",
+			 (unsigned long long)s->atom[i],
+			 (unsigned long long)ra_atom_after[i]);
+	}
+	if (conc && !conc_busy)
+		vt_check(s->atom[RA_CONC_WORD] == want,
+			 "server s9/s10 shared word holds every add",
+			 "%#llx, expected %#llx",
+			 (unsigned long long)s->atom[RA_CONC_WORD],
+			 (unsigned long long)want);
+	for (i = 0; i < RA_ATOM_LEN / 8 && bad < 0; i++) {
+		if (i < 3 && (sc == RA_S_ATOMIC || s5_busy))
+			continue;
+		if (i == RA_CONC_WORD && (conc || conc_busy))
+			continue;
+		if (s->atom[i] != RA_ATOM_INIT)
+			bad = (long)i;
+	}
+	snprintf(name, sizeof(name), "server s%d atom otherwise unchanged",
+		 sc);
+	vt_check(bad < 0, name, "word %ld is %#llx", bad,
+		 bad < 0 ? 0ULL : (unsigned long long)s->atom[bad]);
+	for (i = 0; i < RA_ATOM_LEN / 8; i++) {
+		if ((i < 3 && s5_busy) || (i == RA_CONC_WORD && conc_busy))
+			continue;
+		s->atom[i] = RA_ATOM_INIT;
+	}
+}
+
+/* After DISCONNECTED: the QP, the CQ, mr_local, target and atom. */
 static void server_check(struct ra_server *s, struct ra_conn *conn)
 {
 	int sc = conn->scenario;
@@ -953,6 +1365,7 @@ static void server_check(struct ra_server *s, struct ra_conn *conn)
 	memset(s->local, RA_LOCAL_FILL, RA_LOCAL_LEN);
 
 	server_check_target(s, sc);
+	server_check_atom(s, sc);
 }
 
 /* An event on an accepted connection. */
@@ -975,7 +1388,7 @@ static void server_conn_event(struct ra_server *s, struct ra_conn *conn,
 		if (!conn->established)
 			vt_fail(name, "DISCONNECTED before ESTABLISHED");
 		vt_pass("server s%d DISCONNECTED", sc);
-		if (sc != RA_S_VALID)
+		if (!ra_valid_scenario(sc))
 			vt_info("server s%d DISCONNECTED status %d", sc,
 				status);
 		server_check(s, conn);

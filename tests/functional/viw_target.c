@@ -718,7 +718,8 @@ static void tg_usage(void)
 	      "  --ird N --ord N    conn params (default 16)\n"
 	      "  --reject           server: rdma_reject the request\n"
 	      "  --no-accept        server: leave every request unanswered\n"
-	      "  --mr-access rw|r|w|none  the MR's remote rights (default rw)\n"
+	      "  --mr-access rw|rwa|r|w|none  the MR's remote rights (default\n"
+	      "                     rw; a: REMOTE_ATOMIC)\n"
 	      "  --show-recv        at the end, print each receive buffer as runs\n"
 	      "                     of equal bytes: RECVBUF i off..end 0xNN ...\n"
 	      "  --backlog N        rdma_listen backlog (default 8); a server\n"
@@ -794,6 +795,9 @@ static int tg_access(const char *v)
 {
 	if (!strcmp(v, "rw"))
 		return IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+	if (!strcmp(v, "rwa"))
+		return IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+		       IBV_ACCESS_REMOTE_ATOMIC;
 	if (!strcmp(v, "r"))
 		return IBV_ACCESS_REMOTE_READ;
 	if (!strcmp(v, "w"))

@@ -262,7 +262,7 @@ def test_refused(ctx, side):
         return lambda: CQEX(ctx, CqInitAttrEx(cqe=8, wc_flags=wc_flags,
                                               comp_mask=mask, flags=flags))
 
-    for name, ops in (('atomic', e.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD),
+    for name, ops in (('atomic write', e.IBV_QP_EX_WITH_ATOMIC_WRITE),
                       ('immediate', e.IBV_QP_EX_WITH_SEND_WITH_IMM),
                       ('local invalidate', e.IBV_QP_EX_WITH_LOCAL_INV)):
         check(refused(qp_with(SEND_OPS | ops)),

@@ -89,7 +89,7 @@ struct vp_conn {
 	bool framed;		/* MPA exchange done: the stream is FPDUs */
 	bool noread;
 	bool gone;		/* we saw FIN or RST */
-	u32 msn[3];		/* next MSN per untagged queue */
+	u32 msn[4];		/* next MSN per untagged queue */
 	struct viw_mpa_frame req;
 	struct viw_mpa_frame rep;
 	bool have_rreq;
@@ -107,6 +107,9 @@ struct vp_fpdu {
 	u32 payload_len;
 	struct viw_read_req rr;
 	struct viw_term term;
+	struct viw_atomic_req areq;
+	struct viw_atomic_resp aresp;
+	int areq_rv;
 	const u8 *ulpdu;
 };
 
@@ -705,6 +708,13 @@ static enum vp_rd vp_read_fpdu(struct vp_conn *c, long long deadline,
 	if (f->hdr.opcode == VIW_RDMAP_TERMINATE)
 		viw_term_decode(f->ulpdu + VIW_DDP_UNTAGGED_HDR_LEN,
 				len - VIW_DDP_UNTAGGED_HDR_LEN, &f->term);
+	if (f->hdr.opcode == VIW_RDMAP_ATOMIC_REQ)
+		f->areq_rv = viw_atomic_req_decode(f->ulpdu +
+						   VIW_DDP_UNTAGGED_HDR_LEN,
+						   &f->areq, &f->cause);
+	if (f->hdr.opcode == VIW_RDMAP_ATOMIC_RESP)
+		viw_atomic_resp_decode(f->ulpdu + VIW_DDP_UNTAGGED_HDR_LEN,
+				       &f->aresp);
 	return VP_RD_OK;
 }
 
@@ -717,6 +727,8 @@ static const char *const vp_op_names[] = {
 	[VIW_RDMAP_SEND_SE] = "SEND_SE",
 	[VIW_RDMAP_SEND_SE_INV] = "SEND_SE_INV",
 	[VIW_RDMAP_TERMINATE] = "TERMINATE",
+	[VIW_RDMAP_ATOMIC_REQ] = "ATOMIC_REQ",
+	[VIW_RDMAP_ATOMIC_RESP] = "ATOMIC_RESP",
 };
 
 /*
@@ -773,6 +785,16 @@ static void vp_print_fpdu(struct vp_conn *c, const struct vp_fpdu *f)
 		vp_out("FPDU TERMINATE msn %u layer %u type %u code %u%s",
 		       h->msn, f->term.cause.layer, f->term.cause.etype,
 		       f->term.cause.ecode, bad);
+		break;
+	case VIW_RDMAP_ATOMIC_REQ:
+		vp_out("FPDU ATOMIC_REQ msn %u op %u%s id %u stag 0x%x to 0x%llx%s",
+		       h->msn, f->areq.op, f->areq_rv ? " (bad)" : "",
+		       f->areq.req_id, f->areq.stag,
+		       (unsigned long long)f->areq.to, bad);
+		break;
+	case VIW_RDMAP_ATOMIC_RESP:
+		vp_out("FPDU ATOMIC_RESP msn %u id %u orig 0x%llx%s", h->msn,
+		       f->aresp.req_id, (unsigned long long)f->aresp.orig, bad);
 		break;
 	default:
 		vp_out("FPDU %s qn %u msn %u mo %u len %u last %d inv 0x%x%s",
@@ -1222,6 +1244,55 @@ static void vp_step_read_req(struct vp_conn *c, struct vp_step *s)
 	       rr.src_stag, (unsigned long long)rr.src_to);
 }
 
+/*
+ * An Atomic Request (RFC 7306): FetchAdd of add=N by default; op= sends
+ * any Atomic Operation Code, valid or not.
+ */
+static void vp_step_atomic_req(struct vp_conn *c, struct vp_step *s)
+{
+	u8 ulpdu[VIW_MAX_HDR_LEN];
+	struct viw_ddp_hdr h = { .opcode = VIW_RDMAP_ATOMIC_REQ, .last = true,
+				 .qn = VIW_QN_READ_REQ };
+	struct viw_atomic_req ar;
+	int hl;
+
+	vp_need_fd(c, s);
+	ar.op = (u8)vp_num(s, "op", VIW_ATOMIC_FETCH_ADD);
+	ar.req_id = (u32)vp_num(s, "id", 1);
+	ar.stag = (u32)vp_num_req(s, "stag");
+	ar.to = vp_num_req(s, "to");
+	ar.add_swap = vp_num(s, "add", 1);
+	ar.add_swap_mask = vp_num(s, "mask", 0);
+	ar.compare = vp_num(s, "cmp", 0);
+	ar.compare_mask = vp_num(s, "cmp_mask", 0);
+	h.msn = vp_next_msn(c, s, VIW_QN_READ_REQ);
+	hl = vp_encode_hdr(s, ulpdu, &h);
+	viw_atomic_req_encode(ulpdu + hl, &ar);
+	vp_send_fpdu(c, ulpdu, hl + VIW_RDMAP_ATOMIC_REQ_LEN, false, 0);
+	vp_out("SENT ATOMIC_REQ msn %u op %u id %u stag 0x%x to 0x%llx",
+	       h.msn, ar.op, ar.req_id, ar.stag, (unsigned long long)ar.to);
+}
+
+/* An Atomic Response, e.g. one that answers nothing viw asked. */
+static void vp_step_atomic_resp(struct vp_conn *c, struct vp_step *s)
+{
+	u8 ulpdu[VIW_MAX_HDR_LEN];
+	struct viw_ddp_hdr h = { .opcode = VIW_RDMAP_ATOMIC_RESP, .last = true,
+				 .qn = VIW_QN_ATOMIC_RESP };
+	struct viw_atomic_resp r;
+	int hl;
+
+	vp_need_fd(c, s);
+	r.req_id = (u32)vp_num(s, "id", 0);
+	r.orig = vp_num(s, "orig", 0);
+	h.msn = vp_next_msn(c, s, VIW_QN_ATOMIC_RESP);
+	hl = vp_encode_hdr(s, ulpdu, &h);
+	viw_atomic_resp_encode(ulpdu + hl, &r);
+	vp_send_fpdu(c, ulpdu, hl + VIW_RDMAP_ATOMIC_RESP_LEN, false, 0);
+	vp_out("SENT ATOMIC_RESP msn %u id %u orig 0x%llx", h.msn, r.req_id,
+	       (unsigned long long)r.orig);
+}
+
 static void vp_step_term(struct vp_conn *c, struct vp_step *s)
 {
 	u8 ulpdu[VIW_DDP_UNTAGGED_HDR_LEN + sizeof(struct viw_term)];
@@ -1469,6 +1540,9 @@ static const struct vp_step_def vp_defs[] = {
 	{ "read-resp", VP_MSG_KEYS ",stag,to", 0, vp_step_read_resp },
 	{ "read-req", "sink_stag,sink_to,len,src_stag,src_to,msn,crc", 0,
 	  vp_step_read_req },
+	{ "atomic-req", "op,id,stag,to,add,mask,cmp,cmp_mask,msn", 0,
+	  vp_step_atomic_req },
+	{ "atomic-resp", "id,orig,msn", 0, vp_step_atomic_resp },
 	{ "term", "layer,type,code,msn", 0, vp_step_term },
 	{ "raw", NULL, 2, vp_step_raw },
 	{ "fpdu-raw", "hdr,len,fill,crc,partial", 0, vp_step_fpdu_raw },
@@ -1541,6 +1615,8 @@ static const char vp_usage_text[] =
 "  term[:layer=L,type=T,code=C,msn=]  a TERMINATE (default 0/2/0xff)\n"
 "  raw:HEX  raw bytes    garbage:N  N random bytes\n"
 "  fpdu-raw:hdr=HEX[,len=N,fill=B,crc=bad,partial=P]  HEX plus N fill bytes\n"
+"  atomic-req:stag=S,to=T[,op=0,add=1,mask=,cmp=,cmp_mask=,id=1,msn=]\n"
+"  atomic-resp:[id=0,orig=0,msn=]       an Atomic Response (RFC 7306)\n"
 "       as one ULPDU, with correct MPA length, pad and CRC\n"
 "  expect-term[:layer=,type=,code=,secs=]  read FPDUs until a TERMINATE ->\n"
 "       TERMINATE layer L type T code C; exit 3 on EOF/timeout/mismatch\n"
@@ -1861,7 +1937,8 @@ static void __attribute__((noreturn)) vp_run(int fd)
 	int i;
 
 	c.fd = fd;
-	c.msn[0] = c.msn[1] = c.msn[2] = 1;	/* RFC 5041 5.1: MSN from 1 */
+	/* RFC 5041 5.1: MSN from 1 */
+	c.msn[0] = c.msn[1] = c.msn[2] = c.msn[3] = 1;
 	for (i = 0; i < vp_nsteps; i++) {
 		struct vp_step *s = &vp_steps[i];
 		unsigned long long n = vp_num(s, "repeat", 1);

@@ -180,6 +180,55 @@ static void test_send_fill(void)
 	report("post_send fills SEND, WRITE, READ, SEND_WITH_INV", before);
 }
 
+/* Atomics: operands in the SGE area, one 8-byte buffer, nothing inline. */
+static void test_atomic_fill(void)
+{
+	struct ibv_sge res = { (uintptr_t)buf + 128, 8, 0x3333 };
+	struct ibv_send_wr wr[2], *bad = NULL;
+	struct viw_sqe_atomic at;
+	int before = failures, rv;
+
+	setup();
+	memset(wr, 0, sizeof(wr));
+	wr[0] = (struct ibv_send_wr){ .wr_id = 20, .next = &wr[1],
+		.sg_list = &res, .num_sge = 1,
+		.opcode = IBV_WR_ATOMIC_CMP_AND_SWP,
+		.send_flags = IBV_SEND_SIGNALED };
+	wr[0].wr.atomic.remote_addr = 0x2000;
+	wr[0].wr.atomic.rkey = 0x99;
+	wr[0].wr.atomic.compare_add = 5;
+	wr[0].wr.atomic.swap = 0x1122334455667788ull;
+	wr[1] = wr[0];
+	wr[1].wr_id = 21;
+	wr[1].next = NULL;
+	wr[1].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr[1].wr.atomic.compare_add = 3;
+
+	rv = viw_post_send(&qp.vqp.qp, wr, &bad);
+	CHECK(rv == 0, "rv %d", rv);
+	memcpy(&at, sqe_at(0)->sge, sizeof(at));
+	CHECK(sqe_at(0)->opcode == VIW_OP_ATOMIC_CMP_SWP &&
+	      sqe_at(0)->raddr == 0x2000 && sqe_at(0)->rkey == 0x99 &&
+	      sqe_at(0)->num_sge == 1 && at.sge.lkey == 0x3333 &&
+	      at.sge.length == 8 && at.sge.addr == (uintptr_t)buf + 128 &&
+	      at.compare_add == 5 && at.swap == 0x1122334455667788ull,
+	      "cmp_swap sqe");
+	memcpy(&at, sqe_at(1)->sge, sizeof(at));
+	CHECK(sqe_at(1)->opcode == VIW_OP_ATOMIC_FETCH_ADD &&
+	      at.compare_add == 3, "fetch_add sqe");
+
+	wr[1].next = NULL;
+	wr[1].num_sge = 2;
+	CHECK(viw_post_send(&qp.vqp.qp, &wr[1], &bad) == EINVAL,
+	      "two SGEs accepted");
+	wr[1].num_sge = 1;
+	wr[1].send_flags = IBV_SEND_INLINE;
+	CHECK(viw_post_send(&qp.vqp.qp, &wr[1], &bad) == EINVAL,
+	      "inline atomic accepted");
+	CHECK(qp.sq.ring.ctrl->prod == 2, "refused WRs were posted");
+	report("post_send fills CMP_AND_SWP, FETCH_AND_ADD", before);
+}
+
 static int post_one(enum ibv_wr_opcode op, int flags, int num_sge,
 		    struct ibv_send_wr **bad)
 {
@@ -269,15 +318,15 @@ static void test_bad_send(void)
 	setup();
 	CHECK(post_one(IBV_WR_SEND_WITH_IMM, 0, 1, &bad) == EINVAL,
 	      "SEND_WITH_IMM accepted");
-	CHECK(post_one(IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 1, &bad) == EINVAL,
-	      "atomic accepted");
+	CHECK(post_one(IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, &bad) == EINVAL,
+	      "atomic without a result buffer accepted");
 	CHECK(post_one(IBV_WR_SEND, 0, 3, &bad) == EINVAL, "3 > 2 sges");
 	CHECK(post_one(IBV_WR_SEND, 0, -1, &bad) == EINVAL, "-1 sges");
 	CHECK(post_one(IBV_WR_SEND, IBV_SEND_IP_CSUM, 1, &bad) == EINVAL,
 	      "unknown send flag accepted");
 	CHECK(qp.sq.ring.ctrl->prod == 0 && doorbells == 0, "something posted");
 
-	/* A bad WR in a chain: the ones before it stay posted. */
+	/* A bad WR in a chain (an atomic without its buffer) stops it. */
 	memset(wr, 0, sizeof(wr));
 	wr[0] = (struct ibv_send_wr){ .wr_id = 1, .next = &wr[1],
 		.opcode = IBV_WR_SEND };
@@ -426,6 +475,23 @@ static void test_poll_status(void)
 	report("poll_cq maps every viw_cqe_status", before);
 }
 
+static void test_poll_atomic(void)
+{
+	struct ibv_wc wc[2];
+	int before = failures, got;
+
+	setup();
+	kernel_cqe(0, VIW_CQE_SUCCESS, VIW_CQE_OP_COMP_SWAP, 0);
+	kernel_cqe(1, VIW_CQE_SUCCESS, VIW_CQE_OP_FETCH_ADD, 0);
+	got = viw_poll_cq(&cq.ibv_cq, 2, wc);
+	CHECK(got == 2, "got %d", got);
+	CHECK(wc[0].opcode == IBV_WC_COMP_SWAP &&
+	      wc[0].status == IBV_WC_SUCCESS, "comp_swap -> %d", wc[0].opcode);
+	CHECK(wc[1].opcode == IBV_WC_FETCH_ADD &&
+	      wc[1].status == IBV_WC_SUCCESS, "fetch_add -> %d", wc[1].opcode);
+	report("poll_cq maps the atomic opcodes", before);
+}
+
 static void test_poll_garbage(void)
 {
 	struct ibv_wc wc[4];
@@ -548,6 +614,45 @@ static void test_wr_batch(void)
 	      !memcmp(sqe_at(3)->sge, "hello", 5), "inline send_inv sqe");
 	report("ibv_wr_*: a batch fills the ring and posts at wr_complete",
 	       before);
+}
+
+/* ibv_wr_atomic_*: the same SQEs as post_send's atomics. */
+static void test_wr_atomic(void)
+{
+	struct ibv_qp_ex *qpx = qp_ex_setup(VIW_QP_EX_SEND_OPS);
+	struct viw_sqe_atomic at;
+	int before = failures, rv;
+
+	ibv_wr_start(qpx);
+	qpx->wr_id = 30;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_cmp_swp(qpx, 0x99, 0x2000, 5, 0x1122334455667788ull);
+	ibv_wr_set_sge(qpx, 0x3333, (uintptr_t)buf + 128, 8);
+	qpx->wr_id = 31;
+	ibv_wr_atomic_fetch_add(qpx, 0x98, 0x2008, 3);
+	ibv_wr_set_sge(qpx, 0x3333, (uintptr_t)buf + 136, 8);
+	rv = ibv_wr_complete(qpx);
+	CHECK(rv == 0, "rv %d", rv);
+	memcpy(&at, sqe_at(0)->sge, sizeof(at));
+	CHECK(sqe_at(0)->wr_id == 30 &&
+	      sqe_at(0)->opcode == VIW_OP_ATOMIC_CMP_SWP &&
+	      sqe_at(0)->raddr == 0x2000 && sqe_at(0)->rkey == 0x99 &&
+	      sqe_at(0)->num_sge == 1 && at.sge.lkey == 0x3333 &&
+	      at.sge.length == 8 && at.compare_add == 5 &&
+	      at.swap == 0x1122334455667788ull, "cmp_swp sqe");
+	memcpy(&at, sqe_at(1)->sge, sizeof(at));
+	CHECK(sqe_at(1)->opcode == VIW_OP_ATOMIC_FETCH_ADD &&
+	      sqe_at(1)->raddr == 0x2008 && sqe_at(1)->rkey == 0x98 &&
+	      at.compare_add == 3 && at.sge.addr == (uintptr_t)buf + 136,
+	      "fetch_add sqe");
+
+	qpx = qp_ex_setup(IBV_QP_EX_WITH_SEND);
+	ibv_wr_start(qpx);
+	ibv_wr_atomic_fetch_add(qpx, 1, 0x1000, 1);
+	ibv_wr_set_sge(qpx, 1, (uintptr_t)buf, 8);
+	CHECK(ibv_wr_complete(qpx) == EINVAL && !any_slot_valid(),
+	      "atomic on a QP without WITH_ATOMIC_FETCH_AND_ADD posted");
+	report("ibv_wr_atomic_cmp_swp and ibv_wr_atomic_fetch_add", before);
 }
 
 /* A batch with one bad WR among good ones; returns wr_complete's errno. */
@@ -728,6 +833,7 @@ static void test_cq_ex_poll(void)
 int main(void)
 {
 	test_send_fill();
+	test_atomic_fill();
 	test_doorbell_rules();
 	test_send_flags();
 	test_inline();
@@ -736,9 +842,11 @@ int main(void)
 	test_recv();
 	test_srq_recv();
 	test_poll_status();
+	test_poll_atomic();
 	test_poll_garbage();
 	test_notify();
 	test_wr_batch();
+	test_wr_atomic();
 	test_wr_bad_batch();
 	test_wr_abort();
 	test_cq_ex_poll();

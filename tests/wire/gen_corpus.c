@@ -53,8 +53,14 @@ static void ddp_seed(u8 opcode, bool last)
 	};
 	struct viw_read_req rr = { 0x10, 0x2000, 64, 0x20, 0x3000 };
 	struct viw_term t = { .cause = { 1, 2, 3 }, .has_len = true };
+	struct viw_atomic_req ar = {
+		.op = VIW_ATOMIC_CMP_SWAP, .req_id = 7, .stag = 0x30,
+		.to = 0x4000, .add_swap = 9, .add_swap_mask = ~0ULL,
+		.compare = 5, .compare_mask = ~0ULL,
+	};
+	struct viw_atomic_resp resp = { .req_id = 7, .orig = 5 };
 	char name[32];
-	u8 buf[64];
+	u8 buf[96];
 	int n;
 
 	h.tagged = opcode == VIW_RDMAP_WRITE || opcode == VIW_RDMAP_READ_RESP;
@@ -62,6 +68,10 @@ static void ddp_seed(u8 opcode, bool last)
 		h.qn = VIW_QN_READ_REQ;
 	if (opcode == VIW_RDMAP_TERMINATE)
 		h.qn = VIW_QN_TERMINATE;
+	if (opcode == VIW_RDMAP_ATOMIC_REQ)
+		h.qn = VIW_QN_READ_REQ;
+	if (opcode == VIW_RDMAP_ATOMIC_RESP)
+		h.qn = VIW_QN_ATOMIC_RESP;
 	h.inv_stag = opcode == VIW_RDMAP_SEND_INV ? 0x4321 : 0;
 	n = viw_ddp_encode(buf, sizeof(buf), &h);
 	if (n < 0) {
@@ -73,6 +83,12 @@ static void ddp_seed(u8 opcode, bool last)
 		n += VIW_RDMAP_READ_REQ_LEN;
 	} else if (opcode == VIW_RDMAP_TERMINATE) {
 		n += viw_term_encode(buf + n, sizeof(buf) - (size_t)n, &t);
+	} else if (opcode == VIW_RDMAP_ATOMIC_REQ) {
+		viw_atomic_req_encode(buf + n, &ar);
+		n += VIW_RDMAP_ATOMIC_REQ_LEN;
+	} else if (opcode == VIW_RDMAP_ATOMIC_RESP) {
+		viw_atomic_resp_encode(buf + n, &resp);
+		n += VIW_RDMAP_ATOMIC_RESP_LEN;
 	} else {
 		memcpy(buf + n, "data", 4);
 		n += 4;
@@ -124,8 +140,11 @@ int main(int argc, char **argv)
 	mpa_seed("mpa_rep_v1", true, 1, false, true, false, 0);
 	mpa_seed("mpa_rep_v2_p2p", true, 2, true, true, true, VIW_RTR_READ0);
 	for (op = 0; op <= VIW_RDMAP_OPCODE_MAX; op++) {
+		/* RFC 7306's Immediate Data opcodes are not spoken */
+		if (op == 0x8 || op == 0x9)
+			continue;
 		ddp_seed(op, true);
-		if (op != VIW_RDMAP_READ_REQ && op != VIW_RDMAP_TERMINATE)
+		if (op <= VIW_RDMAP_SEND_SE_INV && op != VIW_RDMAP_READ_REQ)
 			ddp_seed(op, false);
 	}
 	term_seed("term_bare", false, 0xff, false);

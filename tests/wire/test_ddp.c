@@ -7,10 +7,24 @@
 
 #include "wire_test.h"
 
-/* Expected viw_ddp_hdr_len() per opcode. */
-static const u32 hdr_lens[8] = { 14, 46, 14, 18, 18, 18, 18, 22 };
-static const bool op_tagged[8] = { 1, 0, 1, 0, 0, 0, 0, 0 };
-static const u32 op_qn[8] = { 0, 1, 0, 0, 0, 0, 0, 2 };
+/* Expected viw_ddp_hdr_len() per opcode; 0 for 8 and 9 (not spoken). */
+#define NUM_OPS 12
+static const u32 hdr_lens[NUM_OPS] = {
+	14, 46, 14, 18, 18, 18, 18, 22, 0, 0, 70, 30,
+};
+static const bool op_tagged[NUM_OPS] = { 1, 0, 1, 0, 0, 0, 0, 0 };
+static const u32 op_qn[NUM_OPS] = { 0, 1, 0, 0, 0, 0, 0, 2, 0, 0, 1, 3 };
+
+static bool op_defined(int op)
+{
+	return op < NUM_OPS && hdr_lens[op];
+}
+
+/* Read Request, TERMINATE and the atomics are single-segment messages. */
+static bool op_single(int op)
+{
+	return op == 1 || op == 7 || op == 10 || op == 11;
+}
 
 static struct viw_ddp_hdr mk_hdr(u8 opcode)
 {
@@ -68,14 +82,16 @@ static void test_round_trips(void)
 {
 	struct viw_ddp_hdr h, d;
 	struct viw_term_cause c;
-	u8 buf[64];
+	u8 buf[80];
 	int op, last;
 
-	for (op = 0; op < 8; op++) {
+	for (op = 0; op < NUM_OPS; op++) {
+		if (!op_defined(op))
+			continue;
 		for (last = 0; last < 2; last++) {
 			h = mk_hdr((u8)op);
 			h.last = last;
-			if (!last && (op == 1 || op == 7)) {
+			if (!last && op_single(op)) {
 				CHECK_EQ(viw_ddp_encode(buf, sizeof(buf), &h),
 					 -EINVAL);
 				continue;
@@ -204,6 +220,8 @@ static void test_opcodes(void)
 	int op;
 
 	for (op = 8; op < 16; op++) {
+		if (op_defined(op))
+			continue;
 		ctrl[0] = 0x41;
 		ctrl[1] = (u8)(0x40 | op);
 		expect_cause(ctrl, VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_OP,
@@ -213,7 +231,9 @@ static void test_opcodes(void)
 			     VIW_RDMAP_EC_OPCODE);
 	}
 	/* T bit that does not match the opcode */
-	for (op = 0; op < 8; op++) {
+	for (op = 0; op < NUM_OPS; op++) {
+		if (!op_defined(op))
+			continue;
 		ctrl[0] = (op_tagged[op] ? 0x00 : 0x80) | 0x41;
 		ctrl[1] = (u8)(0x40 | op);
 		expect_cause(ctrl, VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_OP,
@@ -227,57 +247,65 @@ static void test_opcodes(void)
 	ctrl[1] = 0x40 | VIW_RDMAP_TERMINATE;
 	expect_cause(ctrl, VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_OP,
 		     VIW_RDMAP_EC_OPCODE);
+	ctrl[1] = 0x40 | VIW_RDMAP_ATOMIC_REQ;
+	expect_cause(ctrl, VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_OP,
+		     VIW_RDMAP_EC_OPCODE);
+	ctrl[1] = 0x40 | VIW_RDMAP_ATOMIC_RESP;
+	expect_cause(ctrl, VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_OP,
+		     VIW_RDMAP_EC_OPCODE);
 }
 
 static void test_qn_mo(void)
 {
 	struct viw_ddp_hdr h, d;
 	struct viw_term_cause c;
-	u8 buf[64];
+	u8 buf[80];
 	u32 qn;
 	int op;
 
-	for (op = 1; op < 8; op++) {
-		if (op_tagged[op])
+	for (op = 1; op < NUM_OPS; op++) {
+		if (op_tagged[op] || !op_defined(op))
 			continue;
 		for (qn = 0; qn < 4; qn++) {
 			h = mk_hdr((u8)op);
 			viw_ddp_encode(buf, sizeof(buf), &h);
 			buf[9] = (u8)qn;
 			if (qn == op_qn[op]) {
-				CHECK_EQ(viw_ddp_decode(buf, 64, &d, &c), 0);
+				CHECK_EQ(viw_ddp_decode(buf, 80, &d, &c), 0);
 				continue;
 			}
-			CHECK_EQ(viw_ddp_decode(buf, 64, &d, &c), -EPROTO);
+			CHECK_EQ(viw_ddp_decode(buf, 80, &d, &c), -EPROTO);
 			CHECK_EQ(c.layer, VIW_TERM_DDP);
 			CHECK_EQ(c.etype, VIW_DDP_ET_UNTAGGED);
 			CHECK_EQ(c.ecode, VIW_DDP_EC_UT_INVALID_QN);
 			/* the encoder refuses it too */
 			h.qn = qn;
-			CHECK_EQ(viw_ddp_encode(buf, 64, &h), -EINVAL);
+			CHECK_EQ(viw_ddp_encode(buf, 80, &h), -EINVAL);
 		}
-		/* a QN with high bits set is not QN 0..2 */
+		/* a QN with high bits set is not QN 0..3 */
 		h = mk_hdr((u8)op);
 		viw_ddp_encode(buf, sizeof(buf), &h);
 		buf[6] = 0x01;
-		CHECK_EQ(viw_ddp_decode(buf, 64, &d, &c), -EPROTO);
+		CHECK_EQ(viw_ddp_decode(buf, 80, &d, &c), -EPROTO);
 		CHECK_EQ(c.ecode, VIW_DDP_EC_UT_INVALID_QN);
 	}
 	/* MO must be 0 in single-segment messages, anything goes else */
-	for (op = 1; op < 8; op += 2) {
+	for (op = 1; op < NUM_OPS; op++) {
+		if (op_tagged[op] || !op_defined(op))
+			continue;
 		h = mk_hdr((u8)op);
 		viw_ddp_encode(buf, sizeof(buf), &h);
 		buf[17] = 4;
-		if (op == VIW_RDMAP_SEND || op == VIW_RDMAP_SEND_SE) {
-			CHECK_EQ(viw_ddp_decode(buf, 64, &d, &c), 0);
+		if (!op_single(op)) {
+			CHECK_EQ(viw_ddp_decode(buf, 80, &d, &c), 0);
 			continue;
 		}
-		CHECK_EQ(viw_ddp_decode(buf, 64, &d, &c), -EPROTO);
+		CHECK_EQ(viw_ddp_decode(buf, 80, &d, &c), -EPROTO);
 		CHECK_EQ(c.layer, VIW_TERM_DDP);
 		CHECK_EQ(c.etype, VIW_DDP_ET_UNTAGGED);
 		CHECK_EQ(c.ecode, VIW_DDP_EC_UT_INVALID_MO);
 		h.mo = 4;
-		CHECK_EQ(viw_ddp_encode(buf, 64, &h), -EINVAL);
+		CHECK_EQ(viw_ddp_encode(buf, 80, &h), -EINVAL);
 	}
 }
 
@@ -285,11 +313,13 @@ static void test_truncated(void)
 {
 	struct viw_ddp_hdr h, d;
 	struct viw_term_cause c;
-	u8 buf[64];
+	u8 buf[80];
 	size_t len;
 	int op;
 
-	for (op = 0; op < 8; op++) {
+	for (op = 0; op < NUM_OPS; op++) {
+		if (!op_defined(op))
+			continue;
 		h = mk_hdr((u8)op);
 		viw_ddp_encode(buf, sizeof(buf), &h);
 		for (len = 0; len < hdr_lens[op]; len++) {
@@ -312,6 +342,10 @@ static void test_encode_errors(void)
 	u8 buf[64];
 
 	h.opcode = 8;
+	CHECK_EQ(viw_ddp_encode(buf, sizeof(buf), &h), -EINVAL);
+	h.opcode = 9;
+	CHECK_EQ(viw_ddp_encode(buf, sizeof(buf), &h), -EINVAL);
+	h.opcode = 12;
 	CHECK_EQ(viw_ddp_encode(buf, sizeof(buf), &h), -EINVAL);
 	h.opcode = 0xff;
 	CHECK_EQ(viw_ddp_encode(buf, sizeof(buf), &h), -EINVAL);
@@ -355,6 +389,146 @@ static void test_read_req(void)
 	CHECK_EQ(d.size, rr.size);
 	CHECK_EQ(d.src_stag, rr.src_stag);
 	CHECK(d.src_to == rr.src_to);
+}
+
+/* RFC 7306 Atomic Request body, byte by byte, and its round trip. */
+static void test_atomic_req(void)
+{
+	static const u8 want[52] = {
+		0x00, 0x00, 0x00, 0x02,
+		0x01, 0x02, 0x03, 0x04,
+		0xaa, 0xbb, 0xcc, 0xdd,
+		0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x1c,
+		0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	};
+	struct viw_atomic_req ar = {
+		.op = VIW_ATOMIC_CMP_SWAP, .req_id = 0x01020304,
+		.stag = 0xaabbccdd, .to = 0x101112131415161cULL,
+		.add_swap = 0x2021222324252627ULL, .add_swap_mask = ~0ULL,
+		.compare = 0x3031323334353637ULL, .compare_mask = ~0ULL,
+	}, d;
+	struct viw_ddp_hdr h = mk_hdr(VIW_RDMAP_ATOMIC_REQ), dh;
+	struct viw_term_cause c;
+	u8 buf[70];
+
+	CHECK_EQ(viw_ddp_encode(buf, sizeof(buf), &h), 18);
+	viw_atomic_req_encode(buf + 18, &ar);
+	CHECK(!memcmp(buf + 18, want, sizeof(want)));
+	CHECK_EQ(viw_ddp_hdr_len(buf), 70);
+	CHECK_EQ(decode_exact(buf, 70, &dh, &c), 0);
+	CHECK_EQ(dh.qn, VIW_QN_READ_REQ);
+	CHECK_EQ(viw_atomic_req_decode(buf + 18, &d, &c), 0);
+	CHECK_EQ(d.op, ar.op);
+	CHECK_EQ(d.req_id, ar.req_id);
+	CHECK_EQ(d.stag, ar.stag);
+	CHECK(d.to == ar.to);
+	CHECK(d.add_swap == ar.add_swap);
+	CHECK(d.add_swap_mask == ar.add_swap_mask);
+	CHECK(d.compare == ar.compare);
+	CHECK(d.compare_mask == ar.compare_mask);
+	CHECK(viw_atomic_aligned(0x1000));
+	CHECK(!viw_atomic_aligned(d.to));
+}
+
+/* Unknown Atomic Operation Codes and reserved bits: unexpected opcode. */
+static void test_atomic_req_errors(void)
+{
+	struct viw_atomic_req ar = { .op = VIW_ATOMIC_FETCH_ADD }, d;
+	struct viw_term_cause c;
+	u8 body[52];
+	int op;
+
+	for (op = 0; op < 16; op++) {
+		ar.op = (u8)op;
+		viw_atomic_req_encode(body, &ar);
+		memset(&c, 0xee, sizeof(c));
+		if (op == VIW_ATOMIC_FETCH_ADD || op == VIW_ATOMIC_CMP_SWAP) {
+			CHECK_EQ(viw_atomic_req_decode(body, &d, &c), 0);
+			CHECK_EQ(d.op, op);
+			continue;
+		}
+		CHECK_EQ(viw_atomic_req_decode(body, &d, &c), -EPROTO);
+		CHECK_EQ(c.layer, VIW_TERM_RDMAP);
+		CHECK_EQ(c.etype, VIW_RDMAP_ET_REMOTE_OP);
+		CHECK_EQ(c.ecode, VIW_RDMAP_EC_OPCODE);
+	}
+	ar.op = VIW_ATOMIC_FETCH_ADD;
+	viw_atomic_req_encode(body, &ar);
+	body[2] = 0x10;		/* a reserved bit */
+	CHECK_EQ(viw_atomic_req_decode(body, &d, &c), -EPROTO);
+	CHECK_EQ(c.ecode, VIW_RDMAP_EC_OPCODE);
+}
+
+static void test_atomic_resp(void)
+{
+	static const u8 want[12] = {
+		0xca, 0xfe, 0x00, 0x01,
+		0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2a,
+	};
+	struct viw_atomic_resp r = {
+		.req_id = 0xcafe0001, .orig = 0x800000000000002aULL,
+	}, d;
+	struct viw_ddp_hdr h = mk_hdr(VIW_RDMAP_ATOMIC_RESP), dh;
+	struct viw_term_cause c;
+	u8 buf[30];
+
+	CHECK_EQ(viw_ddp_encode(buf, sizeof(buf), &h), 18);
+	viw_atomic_resp_encode(buf + 18, &r);
+	CHECK(!memcmp(buf + 18, want, sizeof(want)));
+	CHECK_EQ(decode_exact(buf, 30, &dh, &c), 0);
+	CHECK_EQ(dh.qn, VIW_QN_ATOMIC_RESP);
+	viw_atomic_resp_decode(buf + 18, &d);
+	CHECK_EQ(d.req_id, r.req_id);
+	CHECK(d.orig == r.orig);
+}
+
+static u64 fetch_add(u64 orig, u64 add, u64 mask)
+{
+	struct viw_atomic_req ar = {
+		.op = VIW_ATOMIC_FETCH_ADD, .add_swap = add,
+		.add_swap_mask = mask,
+	};
+
+	return viw_atomic_apply(&ar, orig);
+}
+
+static u64 cmp_swap(u64 orig, u64 cmp, u64 cmask, u64 swap, u64 smask)
+{
+	struct viw_atomic_req ar = {
+		.op = VIW_ATOMIC_CMP_SWAP, .compare = cmp,
+		.compare_mask = cmask, .add_swap = swap,
+		.add_swap_mask = smask,
+	};
+
+	return viw_atomic_apply(&ar, orig);
+}
+
+static void test_atomic_apply(void)
+{
+	/* plain 64-bit add, wrapping */
+	CHECK(fetch_add(1, 2, 0) == 3);
+	CHECK(fetch_add(~0ULL, 1, 0) == 0);
+	CHECK(fetch_add(0x00000000ffffffffULL, 1, 0) == 0x100000000ULL);
+	/* two 32-bit fields: the carry out of bit 31 is dropped */
+	CHECK(fetch_add(0x00000001ffffffffULL, 0x0000000100000001ULL,
+			0x8000000080000000ULL) == 0x0000000200000000ULL);
+	/* eight 8-bit fields */
+	CHECK(fetch_add(0x01ff7f8000000000ULL, 0x0101010100000000ULL,
+			0x8080808080808080ULL) == 0x0200808100000000ULL);
+	/* the verbs' CmpSwap: full compare, full swap */
+	CHECK(cmp_swap(5, 5, ~0ULL, 9, ~0ULL) == 9);
+	CHECK(cmp_swap(5, 6, ~0ULL, 9, ~0ULL) == 5);
+	/* masked: compare the low byte only, swap the high half only */
+	CHECK(cmp_swap(0x11223344556677aaULL, 0xaa, 0xff,
+		       0xdeadbeef00000000ULL, 0xffffffff00000000ULL) ==
+	      0xdeadbeef556677aaULL);
+	CHECK(cmp_swap(0x11223344556677abULL, 0xaa, 0xff, 0, ~0ULL) ==
+	      0x11223344556677abULL);
+	/* a zero compare mask always swaps */
+	CHECK(cmp_swap(1, 2, 0, 3, ~0ULL) == 3);
 }
 
 static void test_framing(void)
@@ -485,6 +659,10 @@ int main(void)
 	RUN(test_truncated);
 	RUN(test_encode_errors);
 	RUN(test_read_req);
+	RUN(test_atomic_req);
+	RUN(test_atomic_req_errors);
+	RUN(test_atomic_resp);
+	RUN(test_atomic_apply);
 	RUN(test_framing);
 	RUN(test_crc_bytes);
 	RUN(test_crc32c_kat);

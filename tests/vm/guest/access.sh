@@ -1,10 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-# vmtest-timeout: 180
+# vmtest-timeout: 300
 #
 # Remote access enforcement (tests/functional/viw_rdma_access.c): RDMA
 # WRITE and READ with a wrong, a stale and an unauthorised rkey and out of
-# bounds.  The requester sees REM_ACCESS_ERR, the target memory is
+# bounds, and RFC 7306 atomics: their values, two QPs adding to one word
+# at once, and a wrong rkey, an MR without REMOTE_ATOMIC and an unaligned
+# target.  The requester sees REM_ACCESS_ERR, the target memory is
 # unchanged, both QPs end in ERROR and both sides see the disconnect.
 . "$(dirname "$0")/../lib.sh"
 

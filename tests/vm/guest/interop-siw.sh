@@ -108,4 +108,26 @@ for t in ib_send_bw ib_write_bw ib_read_bw; do
 	pair "$NS_B" "$NS_A" "$IP_B" "$t-siw-serves-crc" "$t" -R -s 65536 -n 100
 done
 mpa 2 0
+
+# RFC 7306 atomics: siw has none (atomic_cap 0; docs/semantics.md §9).  A
+# FetchAdd from viw gets siw's TERMINATE for an unknown opcode, the WR
+# fails and the connection ends; nothing hangs.
+atomic_to_siw() {
+	local spid rc=0 d=$VIW_OUT/atomic-siw.dmesg mark
+	mark=$(dmesg | wc -l)
+	ip netns exec "$NS_B" timeout 30 ib_atomic_bw -R -d siw_b -n 10 \
+		</dev/null >"$VIW_OUT/atomic-siw.server" 2>&1 &
+	spid=$!
+	wait_listen "$NS_B" 18515
+	ip netns exec "$NS_A" timeout 30 ib_atomic_bw -R -d viw_a -n 10 "$IP_B" \
+		</dev/null >"$VIW_OUT/atomic-siw.client" 2>&1 || rc=$?
+	wait "$spid" || true
+	dmesg | tail -n +"$((mark + 1))" >"$d"
+	[ "$rc" != 0 ] || die "atomic-siw: ib_atomic_bw to siw succeeded"
+	[ "$rc" != 124 ] || die "atomic-siw: ib_atomic_bw to siw hung"
+	has "$d" 'siw: received unknown packet type 10'
+	has "$d" 'viw_a: QP [0-9]+: peer TERMINATE '
+	log "atomic-siw: siw refuses viw's FetchAdd with a TERMINATE"
+}
+atomic_to_siw
 log "interop with siw ok"

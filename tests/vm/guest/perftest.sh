@@ -3,7 +3,8 @@
 # vmtest-timeout: 600
 #
 # perftest over rdma_cm (-R) between two viw hosts: every bandwidth and
-# latency test runs to completion at 64 B, 4 KiB and 64 KiB.  Figures are
+# latency test runs to completion at 64 B, 4 KiB and 64 KiB, and the
+# atomic ones at their 8 bytes.  Figures are
 # printed for the record; timing belongs to bench/, not to this test.
 . "$(dirname "$0")/../lib.sh"
 
@@ -27,4 +28,7 @@ for t in ib_send_bw ib_write_bw ib_read_bw; do
 done
 # inline data in the send queue element
 perf_pair ib_send_lat 64 200 -I 64
+# RFC 7306 atomics (docs/semantics.md §9): 8-byte FetchAdd and CmpSwap
+perf_pair ib_atomic_bw 8 1000 -A FETCH_AND_ADD
+perf_pair ib_atomic_lat 8 500 -A CMP_AND_SWAP
 log "perftest: all runs completed"

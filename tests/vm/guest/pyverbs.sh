@@ -15,9 +15,10 @@
 . "$(dirname "$0")/../lib.sh"
 
 suite=$VIW_BUILD/pyverbs/tests
-# What passes today (issue 9 aims at 80; see docs/semantics.md §8 for why
-# most of the rest is skipped on any RC-only iWARP device).
-min_ok=${PYVERBS_MIN_OK:-41}
+# What passes today, less a margin (54 measured, the nine atomics
+# included; issue 9 aims at 80; see docs/semantics.md §8 for why most of
+# the rest is skipped on any RC-only iWARP device).
+min_ok=${PYVERBS_MIN_OK:-50}
 if [ ! -f "$suite/run_tests.py" ]; then
 	echo "SKIP: rdma-core's tests/ not found in $suite (tests/vm/pyverbs-prepare)"
 	exit 0
@@ -111,6 +112,11 @@ for t in test_cq_events_rc test_ro_rc_traffic test_rdmacm_sync_traffic \
 	 test_rc_traffic_cq_ex test_create_cq_ex test_create_cq_ex_bad_flow \
 	 test_without_allocators_rc_traffic test_default_allocators_rc_traffic \
 	 test_mem_align_rc_traffic test_mem_align_srq_excq_rc_traffic \
+	 test_atomic_cmp_and_swap test_atomic_fetch_and_add \
+	 test_atomic_invalid_qp_access test_atomic_invalid_mr_access \
+	 test_atomic_non_aligned_addr test_atomic_invalid_lkey \
+	 test_atomic_invalid_rkey \
+	 test_qp_ex_rc_atomic_cmp_swp test_qp_ex_rc_atomic_fetch_add \
 	 ${PYVERBS_MUST_PASS:-}; do
 	[ "$(result_of "$t")" = ok ] || die "pyverbs: $t did not pass: $(result_of "$t")"
 done

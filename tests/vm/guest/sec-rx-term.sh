@@ -232,6 +232,51 @@ expect rtr-mismatch 2/0/7 "--recv 1" mpa-req:rtr=write \
 	expect-rep:reject=0,p2p=1,rtr=write send:len=16
 echo 0 >/sys/kernel/debug/viw/mpa_p2p
 
+# RFC 7306 atomics (docs/semantics.md §9).  A refused Atomic Request
+# leaves the MR as it was; a valid one is answered with the original value.
+A="atomic-req:stag=@STAG,to=@ADDR"
+expect_atomic() {
+	try "$1" expect_atomic_case "$@"
+}
+expect_atomic_case() {
+	expect_case "$@"
+	has "$VIW_OUT/$1.target" '^MR UNCHANGED$'
+}
+expect_atomic atomic-bad-stag 0/1/0 "--mr-access rwa" "${MPA[@]}" \
+	atomic-req:stag=@STAG+1,to=@ADDR
+expect_atomic atomic-other-pd 0/1/3 "--mr-access rwa" -i "$OTHER_INFO" \
+	"${MPA[@]}" "$A"
+expect_atomic atomic-access 0/1/2 "" "${MPA[@]}" "$A"
+expect_atomic atomic-bounds 0/1/1 "--mr-access rwa" "${MPA[@]}" \
+	atomic-req:stag=@STAG,to=@ADDR+8192
+expect_atomic atomic-to-wrap 0/1/4 "--mr-access rwa" "${MPA[@]}" \
+	atomic-req:stag=@STAG,to=0xfffffffffffffffc
+expect_atomic atomic-unaligned 0/1/1 "--mr-access rwa" "${MPA[@]}" \
+	atomic-req:stag=@STAG,to=@ADDR+4
+expect_atomic atomic-bad-op 0/2/6 "--mr-access rwa" "${MPA[@]}" "$A,op=1"
+expect_atomic atomic-msn 1/2/3 "--mr-access rwa" "${MPA[@]}" "$A,msn=9"
+# an Atomic Request with payload after its 52-byte body
+AREQ=414a${Z4}0000000100000001$Z4
+for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13; do AREQ+=$Z4; done
+expect atomic-req-payload 2/0/3 "--mr-access rwa" "${MPA[@]}" \
+	"fpdu-raw:hdr=$AREQ,len=4"
+# an Atomic Response for an atomic viw never sent
+expect atomic-resp-unasked 0/2/6 "" "${MPA[@]}" atomic-resp:id=7
+
+# A valid FetchAdd of 5 on the MR's bytes 8..15 (viw_target's pattern,
+# 0x3b 0x42 .. 0x6c, as a little-endian word): the response carries that
+# word, and the add changed its low byte only.
+atomic_ok() {
+	conn atomic-ok "--mr-access rwa" "${MPA[@]}" \
+		atomic-req:stag=@STAG,to=@ADDR+8,add=5,id=42 \
+		read-fpdus:count=1,secs=10 close || die "atomic-ok: peer failed"
+	has "$VIW_OUT/atomic-ok.peer" \
+		'^FPDU ATOMIC_RESP msn 1 id 42 orig 0x6c655e575049423b$'
+	has "$VIW_OUT/atomic-ok.target" '^MR CHANGED 8\.\.9$'
+	log "atomic-ok: FetchAdd answered with the original value"
+}
+try atomic-ok atomic_ok
+
 # The transmit engine is busy (READ responses through a small window) when
 # the error is found: the TERMINATE follows the FPDU being sent.
 BUSY=(rcvbuf:4096 "${MPA[@]}")
