@@ -30,11 +30,14 @@
  *              with REM_OP_ERR (RDMAP: STag cannot be invalidated).
  *   busy       dereg_mr and rereg_mr of target fail while W1 and W2 are
  *              bound; a READ through W2 then still succeeds.
- *   bind_dup, bind_foreign, bind_beyond, local_inv1: the server binds
- *              the bound type 2 W2 again, binds W1 to an MR of another
- *              PD, binds W1 beyond the end of target, invalidates the
- *              type 1 W1 locally: MW_BIND_ERR, MW_BIND_ERR, MW_BIND_ERR,
- *              LOC_QP_OP_ERR, and the server's QP goes to ERROR.
+ *   bind_dup, bind_foreign, bind_beyond, bind_alien, bind_badkey,
+ *   local_inv1: the server binds the bound type 2 W2 again, binds a
+ *              fresh type 2 window to an MR of another PD, or beyond the
+ *              end of target, binds a window of another PD, binds with an
+ *              lkey that names no MR (the provider passes both through:
+ *              only the kernel can tell), invalidates the type 1 W1
+ *              locally: MW_BIND_ERR for the binds, LOC_QP_OP_ERR for the
+ *              invalidation, and the server's QP goes to ERROR.
  *   rereg_access  plain loses REMOTE_READ (in place, same rkey): READ
  *              fails.
  *   rereg_trans   plain moves to a new buffer: READ with the new rkey
@@ -90,6 +93,8 @@ enum mw_scenario {
 	MW_S_BIND_DUP,
 	MW_S_BIND_FOREIGN,
 	MW_S_BIND_BEYOND,
+	MW_S_BIND_ALIEN,
+	MW_S_BIND_BADKEY,
 	MW_S_LOCAL_INV1,
 	MW_S_REREG_ACCESS,
 	MW_S_REREG_TRANS,
@@ -108,6 +113,8 @@ static const char *const mw_names[MW_NUM_SCENARIOS] = {
 	[MW_S_BIND_DUP] = "bind_dup",
 	[MW_S_BIND_FOREIGN] = "bind_foreign",
 	[MW_S_BIND_BEYOND] = "bind_beyond",
+	[MW_S_BIND_ALIEN] = "bind_alien",
+	[MW_S_BIND_BADKEY] = "bind_badkey",
 	[MW_S_LOCAL_INV1] = "local_inv1",
 	[MW_S_REREG_ACCESS] = "rereg_access",
 	[MW_S_REREG_TRANS] = "rereg_trans",
@@ -371,11 +378,14 @@ static void server_bad_local_op(struct mw_server *s, struct mw_sconn *k,
 	uintptr_t base = (uintptr_t)s->target;
 	enum ibv_wc_status want = IBV_WC_MW_BIND_ERR;
 	enum ibv_wc_opcode op = IBV_WC_BIND_MW;
+	struct ibv_mr fake = *s->target_mr;
 	uint32_t rkey;
 	int rv;
 
-	if (sc == MW_S_BIND_FOREIGN || sc == MW_S_BIND_BEYOND) {
-		k->w3 = ibv_alloc_mw(s->pd, IBV_MW_TYPE_2);
+	if (sc == MW_S_BIND_FOREIGN || sc == MW_S_BIND_BEYOND ||
+	    sc == MW_S_BIND_ALIEN || sc == MW_S_BIND_BADKEY) {
+		k->w3 = ibv_alloc_mw(sc == MW_S_BIND_ALIEN ? s->other_pd : s->pd,
+				     IBV_MW_TYPE_2);
 		if (!k->w3) {
 			vt_fail(mw_names[sc], "alloc_mw: %s", strerror(errno));
 			return;
@@ -395,6 +405,14 @@ static void server_bad_local_op(struct mw_server *s, struct mw_sconn *k,
 		rv = mw_post_bind2(k->w3, k, s->target_mr,
 				   base + MW_TARGET_LEN - MW_WIN_LEN / 2,
 				   MW_WIN_LEN, &rkey);
+		break;
+	case MW_S_BIND_ALIEN:
+		rv = mw_post_bind2(k->w3, k, s->target_mr, base, MW_WIN_LEN,
+				   &rkey);
+		break;
+	case MW_S_BIND_BADKEY:
+		fake.lkey ^= 0x5a5a5a00;
+		rv = mw_post_bind2(k->w3, k, &fake, base, MW_WIN_LEN, &rkey);
 		break;
 	case MW_S_LOCAL_INV1:
 		rv = mw_post_local_inv(k, k->w1->rkey);
