@@ -14,6 +14,7 @@
 #include <linux/sizes.h>
 #include <linux/workqueue.h>
 #include <linux/netdevice.h>
+#include <linux/percpu.h>
 #include <linux/spinlock.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
@@ -68,7 +69,10 @@ enum viw_obj_type {
 	VIW_OBJ_MAX
 };
 
-/* Device counters, shown in debugfs (<device>/counters). */
+/*
+ * Device counters (viw_stats.c), kept per CPU: the data path adds to them
+ * without sharing a cache line between CPUs.  "rdma statistic" shows them.
+ */
 enum viw_counter {
 	VIW_CNT_TX_FPDUS,
 	VIW_CNT_TX_BYTES,		/* payload */
@@ -78,10 +82,25 @@ enum viw_counter {
 	VIW_CNT_TERM_SENT,
 	VIW_CNT_TERM_RCVD,
 	VIW_CNT_FLUSHED_WQES,
-	VIW_CNT_CONNECTS,		/* connections established */
-	VIW_CNT_TX_MAX_PAYLOAD,		/* largest FPDU payload sent */
-	VIW_CNT_TX_MAX_PIECES,		/* most payload pieces in an FPDU */
+	VIW_CNT_CONN_ESTABLISHED,	/* QPs that reached RTS */
+	VIW_CNT_CONN_CLOSED,		/* of those, the ones disconnected */
+	VIW_CNT_CONN_FAILED,		/* attempts that never reached RTS */
+	VIW_CNT_MPA_REJECT_SENT,
+	VIW_CNT_MPA_REJECT_RCVD,
+	VIW_CNT_CRC_ERRORS,
+	VIW_CNT_TCP_RETRANS_CLOSED,	/* of sockets already released */
 	VIW_CNT_MAX
+};
+
+struct viw_counters {
+	u64 val[VIW_CNT_MAX];
+};
+
+/* High-water marks (not sums), for developers: debugfs <device>/counters. */
+enum viw_hwm {
+	VIW_HWM_TX_PAYLOAD,		/* largest FPDU payload sent */
+	VIW_HWM_TX_PIECES,		/* most payload pieces in an FPDU */
+	VIW_HWM_MAX
 };
 
 struct viw_device {
@@ -97,7 +116,8 @@ struct viw_device {
 	u32 next_mr_index;
 
 	atomic_t obj_count[VIW_OBJ_MAX];
-	atomic64_t counters[VIW_CNT_MAX];
+	struct viw_counters __percpu *counters;
+	atomic64_t hwm[VIW_HWM_MAX];
 
 	struct dentry *debugfs;
 
@@ -357,6 +377,7 @@ struct viw_qp {
 	/* Set at INIT->RTR with an address vector: modify_qp connects it. */
 	struct viw_direct_qp *direct;
 	bool direct_started;		/* viw_direct_start() was called */
+	bool peer_closed;		/* its stream ended by a FIN, quietly */
 
 	/* transmit engine */
 	struct work_struct tx_work;
@@ -431,16 +452,16 @@ to_viw_mmap_entry(struct rdma_user_mmap_entry *entry)
 static inline void viw_count(struct viw_device *vdev, enum viw_counter c,
 			     u64 n)
 {
-	atomic64_add(n, &vdev->counters[c]);
+	this_cpu_add(vdev->counters->val[c], n);
 }
 
-/* Raise a high-water mark counter to @v. */
-static inline void viw_count_max(struct viw_device *vdev, enum viw_counter c,
+/* Raise a high-water mark to @v. */
+static inline void viw_count_max(struct viw_device *vdev, enum viw_hwm h,
 				 s64 v)
 {
-	s64 old = atomic64_read(&vdev->counters[c]);
+	s64 old = atomic64_read(&vdev->hwm[h]);
 
-	while (old < v && !atomic64_try_cmpxchg(&vdev->counters[c], &old, v))
+	while (old < v && !atomic64_try_cmpxchg(&vdev->hwm[h], &old, v))
 		;
 }
 
@@ -453,6 +474,20 @@ void viw_debugfs_init(void);
 void viw_debugfs_exit(void);
 void viw_debugfs_add_device(struct viw_device *vdev);
 void viw_debugfs_remove_device(struct viw_device *vdev);
+
+/* viw_stats.c */
+int viw_stats_init(struct viw_device *vdev);
+void viw_stats_free(struct viw_device *vdev);
+u64 viw_counter_read(struct viw_device *vdev, enum viw_counter c);
+struct rdma_hw_stats *viw_alloc_hw_port_stats(struct ib_device *ibdev,
+					      u32 port);
+int viw_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+		     u32 port, int index);
+
+/* viw_res.c: driver details for "rdma resource show ... -dd" */
+int viw_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
+int viw_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq);
+int viw_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr);
 
 /* viw_device.c */
 int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
@@ -479,7 +514,8 @@ int viw_direct_modify(struct viw_qp *qp, struct ib_qp_attr *attr, int mask);
 void viw_direct_qp_error(struct viw_qp *qp);
 void viw_direct_qp_destroy(struct viw_qp *qp);
 void viw_direct_failed(struct viw_qp *qp, int status);
-void viw_direct_lost(struct viw_qp *qp);
+void viw_direct_lost(struct viw_qp *qp, bool graceful);
+void viw_direct_send_after_close(struct viw_qp *qp);
 
 /* viw_ring.c */
 int viw_qmem_alloc(struct viw_qmem *qm, size_t size);
@@ -617,6 +653,7 @@ bool viw_qp_direct_error(struct viw_qp *qp);
 void viw_qp_rtr_received(struct viw_qp *qp);
 bool viw_qp_rx_open(struct viw_qp *qp);
 bool viw_qp_tx_open(struct viw_qp *qp);
+bool viw_qp_quiet_close(struct viw_qp *qp);
 void viw_device_link_down(struct viw_device *vdev);
 
 /* viw_tx.c */
@@ -660,6 +697,7 @@ void viw_wq_set_kflags(struct viw_wq *wq, u32 kflags);
 struct viw_sqe *viw_sq_take(struct viw_qp *qp);
 void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status);
 void viw_sq_fail_oldest(struct viw_qp *qp, u8 status);
+bool viw_sq_idle(struct viw_qp *qp);
 int viw_rq_take(struct viw_qp *qp, struct viw_rqe *rqe, u32 *index);
 void viw_rx_complete_rqe(struct viw_qp *qp, u8 status);
 

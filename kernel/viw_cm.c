@@ -25,6 +25,7 @@
 
 #include "viw.h"
 #include "viw_cm.h"
+#include "viw_trace.h"
 
 /* How long connection setup (TCP connect and MPA exchange) may take. */
 #define VIW_MPA_TIMEOUT		(10 * HZ)
@@ -94,6 +95,27 @@ void viw_cm_show_ceps(struct seq_file *m)
 			   !!cep->sock, !!cep->qp, !!cep->cm_id,
 			   kref_read(&cep->ref));
 	spin_unlock_irqrestore(&viw_cep_list_lock, flags);
+}
+
+/*
+ * TCP retransmissions of @vdev's live sockets.  A CEP clears its socket
+ * pointer under viw_cep_list_lock before it releases the socket.
+ */
+u64 viw_cm_tcp_retrans(struct viw_device *vdev)
+{
+	struct viw_cep *cep;
+	struct socket *sock;
+	unsigned long flags;
+	u64 sum = 0;
+
+	spin_lock_irqsave(&viw_cep_list_lock, flags);
+	list_for_each_entry(cep, &viw_cep_list, cep_entry) {
+		sock = READ_ONCE(cep->sock);
+		if (cep->vdev == vdev && sock)
+			sum += READ_ONCE(tcp_sk(sock->sk)->total_retrans);
+	}
+	spin_unlock_irqrestore(&viw_cep_list_lock, flags);
+	return sum;
 }
 
 static void viw_cep_work(struct work_struct *work);
@@ -346,11 +368,19 @@ static void viw_cep_shutdown_socket(struct viw_cep *cep, bool abort)
  */
 static void viw_cep_release_socket(struct viw_cep *cep, bool abort)
 {
-	if (!cep->sock)
+	struct socket *sock = cep->sock;
+	unsigned long flags;
+
+	if (!sock)
 		return;
 	viw_cep_shutdown_socket(cep, abort);
-	sock_release(cep->sock);
-	cep->sock = NULL;
+	/* Its retransmissions stay counted (viw_cm_tcp_retrans). */
+	spin_lock_irqsave(&viw_cep_list_lock, flags);
+	viw_count(cep->vdev, VIW_CNT_TCP_RETRANS_CLOSED,
+		  READ_ONCE(tcp_sk(sock->sk)->total_retrans));
+	WRITE_ONCE(cep->sock, NULL);
+	spin_unlock_irqrestore(&viw_cep_list_lock, flags);
+	sock_release(sock);
 	viw_cep_put(cep);
 }
 
@@ -401,6 +431,7 @@ static int viw_cm_upcall(struct viw_cep *cep, enum iw_cm_event_type type,
 	};
 
 	viw_cep_addrs(cep, &event);
+	trace_viw_cm_event(cep->vdev, cep, type, status);
 	switch (type) {
 	case IW_CM_EVENT_CONNECT_REQUEST:
 		cm_id = cep->listener->cm_id;
@@ -444,10 +475,9 @@ static void viw_cep_close(struct viw_cep *cep, int status, bool abort)
 
 	viw_cep_cancel_timer(cep);
 	if (was_up)
-		ibdev_dbg(&cep->vdev->ibdev, "CEP %p: close, status %d%s\n",
-			  cep, status, abort ? ", reset" : "");
+		trace_viw_cm_close(cep->vdev, cep, status, abort);
 	if (cep->qp && cep->direct && was_up)
-		viw_direct_lost(cep->qp);
+		viw_direct_lost(cep->qp, !status && !abort);
 	if (cep->qp)
 		viw_qp_conn_lost(cep->qp);
 	viw_cep_shutdown_socket(cep, abort);
@@ -567,6 +597,7 @@ static void viw_cep_connect_failed(struct viw_cep *cep, int status)
 		cep->qp = NULL;
 	}
 	cep->state = VIW_CEP_CLOSED;
+	viw_count(cep->vdev, VIW_CNT_CONN_FAILED, 1);
 	viw_cm_upcall(cep, IW_CM_EVENT_CONNECT_REPLY, status);
 	viw_cep_drop_cm_id(cep);
 }
@@ -611,6 +642,8 @@ static void viw_cep_reply_received(struct viw_cep *cep)
 		return;
 	if (!rv)
 		rv = viw_mpa_check_reply(&cep->req, &cep->rep);
+	if (rv == -ECONNREFUSED)
+		viw_count(cep->vdev, VIW_CNT_MPA_REJECT_RCVD, 1);
 	if (!rv && cep->direct)
 		rv = viw_direct_check_reply(cep);
 	if (rv) {
@@ -718,6 +751,7 @@ int viw_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 
 	rv = viw_cep_bind_connect(cep, cm_id);
 	if (rv) {
+		viw_count(vdev, VIW_CNT_CONN_FAILED, 1);
 		cep->qp = NULL;
 		viw_qp_put(qp);
 		viw_cep_drop_cm_id(cep);
@@ -756,6 +790,7 @@ static void viw_cep_request_received(struct viw_cep *cep)
 	if (rv == -EAGAIN)
 		return;
 	if (rv) {
+		viw_count(cep->vdev, VIW_CNT_CONN_FAILED, 1);
 		viw_cep_close(cep, 0, true);
 		return;
 	}
@@ -924,6 +959,7 @@ int viw_iw_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 
 err_close:
 	/* A failed accept makes no upcall: iw_cm reports the error. */
+	viw_count(cep->vdev, VIW_CNT_CONN_FAILED, 1);
 	viw_cep_release_socket(cep, true);
 	cep->qp = NULL;
 	cep->state = VIW_CEP_CLOSED;
@@ -950,7 +986,8 @@ int viw_iw_reject(struct iw_cm_id *cm_id, const void *pdata, u8 pdata_len)
 			.revision = cep->req.revision,
 		};
 
-		viw_cep_send_frame(cep, &rep, pdata, pdata_len);
+		if (!viw_cep_send_frame(cep, &rep, pdata, pdata_len))
+			viw_count(cep->vdev, VIW_CNT_MPA_REJECT_SENT, 1);
 	}
 	viw_cep_release_socket(cep, false);
 	cep->state = VIW_CEP_CLOSED;

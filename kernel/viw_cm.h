@@ -107,6 +107,7 @@ void viw_cep_post_event(struct viw_cep *cep, enum viw_cep_event_bit ev);
 struct viw_mpa_prefs *viw_cm_prefs(void);
 struct seq_file;
 void viw_cm_show_ceps(struct seq_file *m);
+u64 viw_cm_tcp_retrans(struct viw_device *vdev);
 int viw_cm_init(void);
 void viw_cm_exit(void);
 

@@ -14,10 +14,10 @@
  *	Live objects of a device (contexts, PDs, MRs, CQs, QPs, SRQs), so
  *	that tests can check that everything was released.
  *   <device>/counters
- *	Where bytes and events go: FPDUs and payload each way, doorbells,
- *	TERMINATEs, flushed WQEs, connections; and high-water marks (not
- *	sums): the largest FPDU payload sent and the most bio_vec pieces
- *	(page pieces of buffers) one FPDU's payload was made of.
+ *	High-water marks (not sums) for developers: the largest FPDU
+ *	payload sent and the most bio_vec pieces (page pieces of buffers)
+ *	one FPDU's payload was made of.  The device's counters are port
+ *	counters ("rdma statistic show link DEV/1", viw_stats.c).
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
@@ -50,25 +50,16 @@ DEFINE_SHOW_ATTRIBUTE(viw_objects);
 
 static int viw_counters_show(struct seq_file *m, void *unused)
 {
-	static const char * const names[VIW_CNT_MAX] = {
-		[VIW_CNT_TX_FPDUS] = "tx_fpdus",
-		[VIW_CNT_TX_BYTES] = "tx_payload_bytes",
-		[VIW_CNT_RX_FPDUS] = "rx_fpdus",
-		[VIW_CNT_RX_BYTES] = "rx_payload_bytes",
-		[VIW_CNT_DOORBELLS] = "doorbells",
-		[VIW_CNT_TERM_SENT] = "terminates_sent",
-		[VIW_CNT_TERM_RCVD] = "terminates_received",
-		[VIW_CNT_FLUSHED_WQES] = "flushed_wqes",
-		[VIW_CNT_CONNECTS] = "connections",
-		[VIW_CNT_TX_MAX_PAYLOAD] = "tx_max_fpdu_payload",
-		[VIW_CNT_TX_MAX_PIECES] = "tx_max_fpdu_pieces",
+	static const char * const names[VIW_HWM_MAX] = {
+		[VIW_HWM_TX_PAYLOAD] = "tx_max_fpdu_payload",
+		[VIW_HWM_TX_PIECES] = "tx_max_fpdu_pieces",
 	};
 	struct viw_device *vdev = m->private;
 	int i;
 
-	for (i = 0; i < VIW_CNT_MAX; i++)
+	for (i = 0; i < VIW_HWM_MAX; i++)
 		seq_printf(m, "%s %lld\n", names[i],
-			   (long long)atomic64_read(&vdev->counters[i]));
+			   (long long)atomic64_read(&vdev->hwm[i]));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(viw_counters);

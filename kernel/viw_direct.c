@@ -144,13 +144,34 @@ static void viw_direct_fail(struct viw_qp *qp, int status)
 /* Called by viw_cm.c: a direct connect attempt failed. */
 void viw_direct_failed(struct viw_qp *qp, int status)
 {
+	viw_count(qp->vdev, VIW_CNT_CONN_FAILED, 1);
 	viw_direct_fail(qp, status);
 }
 
-/* Called by viw_cm.c: an established direct connection ended. */
-void viw_direct_lost(struct viw_qp *qp)
+/*
+ * Called by viw_cm.c: an established direct connection ended, by a FIN
+ * (@graceful) or otherwise.  The tools destroy their QP right after their
+ * last completion, and InfiniBand's RC QP notices a peer that left only
+ * when it sends: a tool still polling for the completions of its last
+ * exchange must not see them flushed.  So after a FIN with nothing in
+ * flight the QP stays as it is (viw_qp_quiet_close); a reset, a
+ * TERMINATE or a FIN with WRs in flight fails it now.
+ */
+void viw_direct_lost(struct viw_qp *qp, bool graceful)
 {
+	if (graceful && viw_qp_quiet_close(qp)) {
+		ibdev_dbg(qp->ibqp.device,
+			  "QP %u: peer closed, QP fails at its next send\n",
+			  qp->ibqp.qp_num);
+		return;
+	}
 	viw_direct_fail(qp, -ECONNRESET);
+}
+
+/* A WR posted after the peer closed quietly: it cannot be delivered. */
+void viw_direct_send_after_close(struct viw_qp *qp)
+{
+	viw_direct_fail(qp, -EPIPE);
 }
 
 static void viw_direct_deadline(struct work_struct *work)
@@ -159,8 +180,10 @@ static void viw_direct_deadline(struct work_struct *work)
 						struct viw_direct_qp,
 						deadline);
 
-	if (!READ_ONCE(dq->qp->cep))
+	if (!READ_ONCE(dq->qp->cep)) {
+		viw_count(dq->qp->vdev, VIW_CNT_CONN_FAILED, 1);
 		viw_direct_fail(dq->qp, -ETIMEDOUT);
+	}
 }
 
 /*

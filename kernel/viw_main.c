@@ -80,6 +80,7 @@ static const struct ib_device_ops viw_device_ops = {
 	.uverbs_abi_ver = VIW_ABI_VERSION,
 	.device_group = &viw_attr_group,
 
+	.alloc_hw_port_stats = viw_alloc_hw_port_stats,
 	.alloc_mw = viw_alloc_mw,
 	.alloc_pd = viw_alloc_pd,
 	.alloc_ucontext = viw_alloc_ucontext,
@@ -95,8 +96,12 @@ static const struct ib_device_ops viw_device_ops = {
 	.destroy_cq = viw_destroy_cq,
 	.destroy_qp = viw_destroy_qp,
 	.destroy_srq = viw_destroy_srq,
+	.fill_res_cq_entry = viw_fill_res_cq_entry,
+	.fill_res_mr_entry = viw_fill_res_mr_entry,
+	.fill_res_qp_entry = viw_fill_res_qp_entry,
 	.get_dev_fw_str = viw_get_dev_fw_str,
 	.get_dma_mr = viw_get_dma_mr,
+	.get_hw_stats = viw_get_hw_stats,
 	.get_port_immutable = viw_get_port_immutable,
 	.iw_accept = viw_iw_accept,
 	.iw_add_ref = viw_iw_add_ref,
@@ -145,6 +150,10 @@ static struct viw_device *viw_device_alloc(struct net_device *ndev)
 	vdev = ib_alloc_device(viw_device, ibdev);
 	if (!vdev)
 		return NULL;
+	if (viw_stats_init(vdev)) {
+		ib_dealloc_device(&vdev->ibdev);
+		return NULL;
+	}
 
 	vdev->netdev = ndev;
 	spin_lock_init(&vdev->mac_lock);
@@ -206,6 +215,8 @@ static void viw_reap_devices(bool all)
 		 * core serialises unregistrations of a device.
 		 */
 		ib_unregister_device(&vdev->ibdev);
+		/* After the last core callback, as late as vdev lives. */
+		viw_stats_free(vdev);
 		put_device(&vdev->ibdev.dev);
 	}
 }
@@ -225,6 +236,15 @@ static bool viw_netdev_taken(struct net_device *ndev)
 	return found;
 }
 
+/*
+ * rdma_link_ops.newlink gets no netlink extended ack (Linux 6.1 to 6.12),
+ * so the rdma tool can only print strerror() of what this returns: each
+ * reason has an errno of its own, and the kernel log says more.
+ *   -EOPNOTSUPP	the netdev is not Ethernet ("Operation not supported")
+ *   -EBUSY	the netdev has a viw device ("Device or resource busy")
+ *   -EEXIST	the name is taken ("File exists")
+ * The core itself answers -ENODEV when the netdev does not exist.
+ */
 static int viw_newlink(const char *ibdev_name, struct net_device *ndev)
 {
 	struct ib_device *other;
@@ -241,7 +261,7 @@ static int viw_newlink(const char *ibdev_name, struct net_device *ndev)
 	mutex_lock(&viw_newlink_lock);
 	if (viw_netdev_taken(ndev)) {
 		pr_warn("viw: %s already has a viw device\n", ndev->name);
-		rv = -EEXIST;
+		rv = -EBUSY;
 		goto out_unlock;
 	}
 	other = ib_device_get_by_name(ibdev_name, RDMA_DRIVER_UNKNOWN);
@@ -280,6 +300,7 @@ static int viw_newlink(const char *ibdev_name, struct net_device *ndev)
 	return 0;
 
 out_dealloc:
+	viw_stats_free(vdev);
 	ib_dealloc_device(&vdev->ibdev);
 out_unlock:
 	mutex_unlock(&viw_newlink_lock);

@@ -15,6 +15,7 @@
 
 #include "viw.h"
 #include "viw_cm.h"
+#include "viw_trace.h"
 
 #define VIW_MAX_QP_ID 0xffffff
 /* How long the error work waits for the TERMINATE to go out. */
@@ -190,6 +191,13 @@ static void viw_qp_event(struct viw_qp *qp, enum ib_event_type type)
 		qp->ibqp.event_handler(&event, qp->ibqp.qp_context);
 }
 
+/* Every state change goes through here: tracepoint viw:viw_qp_state. */
+static void viw_qp_store_state(struct viw_qp *qp, enum ib_qp_state next)
+{
+	trace_viw_qp_state(qp, qp->state, next);
+	WRITE_ONCE(qp->state, next);
+}
+
 static void viw_qp_set_kflags(struct viw_qp *qp, u32 kflags)
 {
 	viw_wq_set_kflags(&qp->sq, kflags);
@@ -199,7 +207,7 @@ static void viw_qp_set_kflags(struct viw_qp *qp, u32 kflags)
 /* Caller holds state_lock. */
 static void viw_qp_error_locked(struct viw_qp *qp)
 {
-	WRITE_ONCE(qp->state, IB_QPS_ERR);
+	viw_qp_store_state(qp, IB_QPS_ERR);
 	/* From here on the process rings the doorbell after every post. */
 	viw_qp_set_kflags(qp, VIW_RING_KF_ERROR);
 	/*
@@ -246,7 +254,7 @@ static bool viw_qp_state_connected(enum ib_qp_state state)
 void viw_qp_conn_lost(struct viw_qp *qp)
 {
 	mutex_lock(&qp->state_lock);
-	if (viw_qp_state_connected(qp->state))
+	if (viw_qp_state_connected(qp->state) && !qp->peer_closed)
 		viw_qp_error_locked(qp);
 	mutex_unlock(&qp->state_lock);
 }
@@ -316,7 +324,8 @@ static int viw_qp_check_attr(struct viw_qp *qp, struct ib_qp_attr *attr,
  */
 static void viw_qp_reset_locked(struct viw_qp *qp)
 {
-	WRITE_ONCE(qp->state, IB_QPS_RESET);
+	viw_qp_store_state(qp, IB_QPS_RESET);
+	WRITE_ONCE(qp->peer_closed, false);
 	viw_qp_set_kflags(qp, 0);
 	/* As in viw_qp_error_locked: a WQE posted meanwhile is discarded. */
 	smp_mb();
@@ -343,7 +352,7 @@ static void viw_qp_set_state_locked(struct viw_qp *qp, enum ib_qp_state next)
 	/* SQD is the RDMAC CLOSING state: a graceful close of the stream. */
 	if (next == IB_QPS_SQD && qp->state == IB_QPS_RTS && qp->cep)
 		viw_cep_post_event(qp->cep, VIW_CEP_EV_CLOSE);
-	WRITE_ONCE(qp->state, next);
+	viw_qp_store_state(qp, next);
 }
 
 /* Keep the IB attributes to report them back (struct viw_qp_ib_attrs). */
@@ -664,8 +673,8 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 	viw_qp_set_kflags(qp, 0);
 	/* modify_qp alone moves a modify_qp connection's QP. */
 	if (!qp->direct)
-		WRITE_ONCE(qp->state, IB_QPS_RTS);
-	viw_count(qp->vdev, VIW_CNT_CONNECTS, 1);
+		viw_qp_store_state(qp, IB_QPS_RTS);
+	viw_count(qp->vdev, VIW_CNT_CONN_ESTABLISHED, 1);
 	ibdev_dbg(qp->ibqp.device, "QP %u: RTS, ord %u ird %u crc %d mulpdu %u\n",
 		  qp->ibqp.qp_num, qp->ord, qp->ird, qp->crc, qp->mulpdu);
 out:
@@ -697,8 +706,10 @@ void viw_qp_disconnect(struct viw_qp *qp)
 	cep = qp->cep;
 	qp->cep = NULL;
 	mutex_unlock(&qp->state_lock);
-	if (cep)
+	if (cep) {
+		viw_count(qp->vdev, VIW_CNT_CONN_CLOSED, 1);
 		viw_cep_put(cep);
+	}
 }
 
 /* Hold the transmit engine between FPDUs (for the FIN); false if busy. */
@@ -748,7 +759,7 @@ static void viw_qp_err_work(struct work_struct *work)
 	connected = qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD ||
 		    (qp->state == IB_QPS_RTR && qp->cep);
 	if (connected)
-		WRITE_ONCE(qp->state, IB_QPS_SQE);
+		viw_qp_store_state(qp, IB_QPS_SQE);
 	mutex_unlock(&qp->state_lock);
 	if (!connected)
 		return;
@@ -796,6 +807,7 @@ void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause)
 	u8 status = viw_term_to_wc_status(cause);
 
 	viw_count(qp->vdev, VIW_CNT_TERM_RCVD, 1);
+	trace_viw_term_rcvd(qp, cause);
 	ibdev_info_ratelimited(qp->ibqp.device,
 			       "QP %u: peer TERMINATE layer %u type %u code %u\n",
 			       qp->ibqp.qp_num, cause->layer, cause->etype,
@@ -807,6 +819,31 @@ void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause)
 	if (qp->cep)
 		viw_cep_post_event(qp->cep, VIW_CEP_EV_TERMINATED);
 	viw_qp_fail(qp, NULL);
+}
+
+/**
+ * viw_qp_quiet_close - a modify_qp connection's peer closed with a FIN
+ * @qp: the QP
+ *
+ * If nothing of its SQ is in flight (no WQE being sent, no READ waiting
+ * for its response, nothing posted and not yet taken), the QP stays in
+ * RTR or RTS with its receives posted, as an InfiniBand QP whose peer
+ * went away does; viw_sq_doorbell() fails it at its next send.
+ * Return: whether it stays.
+ */
+bool viw_qp_quiet_close(struct viw_qp *qp)
+{
+	bool quiet;
+
+	mutex_lock(&qp->state_lock);
+	mutex_lock(&qp->tx_lock);
+	quiet = (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS) &&
+		!qp->tx.active && !viw_orq_busy(qp) && viw_sq_idle(qp);
+	if (quiet)
+		WRITE_ONCE(qp->peer_closed, true);
+	mutex_unlock(&qp->tx_lock);
+	mutex_unlock(&qp->state_lock);
+	return quiet;
 }
 
 /*

@@ -546,6 +546,7 @@ static int viw_rx_trailer(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 		u32 crc = viw_crc_final(crc32c(rx->crc, rx->trailer, pad));
 
 		if (crc != viw_get_crc(rx->trailer + pad)) {
+			viw_count(qp->vdev, VIW_CNT_CRC_ERRORS, 1);
 			viw_rx_set_cause(qp, VIW_TERM_LLP, 0, VIW_LLP_EC_CRC);
 			return -EPROTO;
 		}

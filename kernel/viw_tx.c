@@ -18,6 +18,7 @@
 #include <net/sock.h>
 
 #include "viw.h"
+#include "viw_trace.h"
 
 /* FPDUs one run of the work item sends before it lets others run. */
 #define VIW_TX_BUDGET		64
@@ -130,8 +131,8 @@ static int viw_tx_fpdu(struct viw_qp *qp, u32 hdr_len, int npay, u32 paylen,
 		return rv;
 	viw_count(qp->vdev, VIW_CNT_TX_FPDUS, 1);
 	viw_count(qp->vdev, VIW_CNT_TX_BYTES, paylen);
-	viw_count_max(qp->vdev, VIW_CNT_TX_MAX_PAYLOAD, paylen);
-	viw_count_max(qp->vdev, VIW_CNT_TX_MAX_PIECES, npay);
+	viw_count_max(qp->vdev, VIW_HWM_TX_PAYLOAD, paylen);
+	viw_count_max(qp->vdev, VIW_HWM_TX_PIECES, npay);
 	return 0;
 }
 
@@ -576,6 +577,7 @@ static void viw_tx_terminate(struct viw_qp *qp)
 	if (qp->term_pending && qp->sock && !viw_tx_send_term(qp)) {
 		WRITE_ONCE(qp->term_sent, true);
 		viw_count(qp->vdev, VIW_CNT_TERM_SENT, 1);
+		trace_viw_term_sent(qp, &qp->term.cause);
 	}
 	complete_all(&qp->term_done);
 }

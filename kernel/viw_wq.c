@@ -13,6 +13,7 @@
 #include <linux/slab.h>
 
 #include "viw.h"
+#include "viw_trace.h"
 
 /* The flags word of both WQE formats, where ownership changes hands. */
 #define VIW_WQE_FLAGS_OFFSET 8
@@ -304,7 +305,7 @@ static void viw_wq_flush(struct viw_qp *qp, struct viw_wq *wq,
 {
 	u32 budget = 2 * wq->ring.num_slots;
 	unsigned long flags;
-	u32 batch, n;
+	u32 batch, n, total = 0;
 
 	do {
 		batch = min_t(u32, budget, VIW_WQ_BATCH);
@@ -312,7 +313,9 @@ static void viw_wq_flush(struct viw_qp *qp, struct viw_wq *wq,
 		n = viw_wq_flush_locked(qp, wq, cq, is_sq, batch);
 		spin_unlock_irqrestore(&wq->lock, flags);
 		budget -= n;
+		total += n;
 	} while (n == batch && budget);
+	trace_viw_flush(qp, is_sq, !cq, total);
 }
 
 void viw_sq_flush(struct viw_qp *qp)
@@ -521,6 +524,8 @@ static int viw_sq_doorbell(struct viw_qp *qp)
 	 */
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
 		viw_wq_flush(qp, &qp->sq, qp->scq, true);
+	else if (READ_ONCE(qp->peer_closed))
+		viw_direct_send_after_close(qp);
 	else if (viw_qp_tx_open(qp))
 		viw_tx_kick(qp);
 	return 0;
@@ -538,6 +543,7 @@ int viw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		return -EOPNOTSUPP;
 	}
 	viw_count(to_viw_qp(ibqp)->vdev, VIW_CNT_DOORBELLS, 1);
+	trace_viw_doorbell(to_viw_qp(ibqp), true);
 	return viw_sq_doorbell(to_viw_qp(ibqp));
 }
 
@@ -553,7 +559,23 @@ int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	if (qp->srq)
 		return -EINVAL;
 	viw_count(qp->vdev, VIW_CNT_DOORBELLS, 1);
+	trace_viw_doorbell(qp, false);
 	return viw_rq_doorbell(qp);
+}
+
+/*
+ * Nothing of the SQ is in the kernel's hands or posted to it: every WQE the
+ * process posted has completed.  Caller holds tx_lock (no fetch meanwhile).
+ */
+bool viw_sq_idle(struct viw_qp *qp)
+{
+	struct viw_wq *sq = &qp->sq;
+	void *slot = viw_ring_slot(&sq->ring, sq->fetch);
+
+	if (READ_ONCE(sq->done) != sq->fetch)
+		return false;
+	/* Pairs with the provider's release store of VALID, as in fetch. */
+	return !(smp_load_acquire(viw_wqe_flags(slot)) & VIW_WQE_VALID);
 }
 
 /* The peer reported an error: the oldest unfinished SQE takes it. */

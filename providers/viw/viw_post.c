@@ -203,7 +203,8 @@ static void viw_sqe_copy_bind(struct viw_sqe *sqe,
 static void viw_sqe_write(struct viw_sqe *sqe, const struct ibv_send_wr *wr,
 			  uint8_t op, uint16_t flags)
 {
-	__atomic_store_n(&sqe->flags, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sqe->flags, flags & ~VIW_WQE_VALID,
+			 __ATOMIC_RELAXED);
 	sqe->wr_id = wr->wr_id;
 	sqe->opcode = op;
 	sqe->inv_stag = op == VIW_OP_SEND_INV || op == VIW_OP_LOCAL_INV ?
@@ -232,11 +233,15 @@ static void viw_sqe_write(struct viw_sqe *sqe, const struct ibv_send_wr *wr,
 		viw_sqe_copy_sges(sqe, wr);
 }
 
-static int viw_sq_post_one(struct viw_qp *qp, const struct ibv_send_wr *wr)
+/*
+ * Write @wr into the slot at the SQ's head and advance the head.  The
+ * kernel takes a slot by its VALID bit alone, so the slot stays unposted
+ * until viw_sq_publish(): that lets a batch of the ibv_wr_*() interface
+ * be dropped whole.  Caller holds the SQ lock.
+ */
+int viw_sq_write(struct viw_qp *qp, const struct ibv_send_wr *wr)
 {
 	struct viw_ring *ring = &qp->sq.ring;
-	struct viw_sqe *sqe;
-	uint16_t flags;
 	uint8_t op;
 	int rv;
 
@@ -246,10 +251,8 @@ static int viw_sq_post_one(struct viw_qp *qp, const struct ibv_send_wr *wr)
 	if (rv)
 		return rv;
 
-	flags = viw_sqe_flags(qp, wr);
-	sqe = viw_ring_slot(ring, ring->head);
-	viw_sqe_write(sqe, wr, op, flags);
-	viw_wqe_publish(&sqe->flags, flags);
+	viw_sqe_write(viw_ring_slot(ring, ring->head), wr, op,
+		      viw_sqe_flags(qp, wr));
 	ring->head++;
 	return 0;
 }
@@ -282,26 +285,53 @@ int viw_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 	return 0;
 }
 
+/*
+ * Post the slots written since @first, in order, and tell whether the
+ * kernel needs the doorbell system call.  Caller holds the SQ lock.
+ */
+bool viw_sq_publish(struct viw_context *ctx, struct viw_qp *qp,
+		    uint32_t first)
+{
+	struct viw_ring *ring = &qp->sq.ring;
+	uint32_t i;
+
+	if (first == ring->head)
+		return false;
+	for (i = first; i != ring->head; i++) {
+		struct viw_sqe *sqe = viw_ring_slot(ring, i);
+
+		viw_wqe_publish(&sqe->flags,
+				__atomic_load_n(&sqe->flags, __ATOMIC_RELAXED));
+	}
+	return viw_doorbell_needed(ctx, &qp->sq);
+}
+
+int viw_sq_doorbell(struct ibv_qp *ibqp)
+{
+	struct ibv_send_wr *bad;
+
+	return ibv_cmd_post_send(ibqp, NULL, &bad);
+}
+
 int viw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr)
 {
 	struct viw_context *ctx = to_viw_ctx(ibqp->context);
 	struct viw_qp *qp = to_viw_qp(ibqp);
-	struct ibv_send_wr *db_bad;
-	bool ring_db = false;
-	int posted = 0;
+	bool ring_db;
+	uint32_t first;
 	int rv = 0;
 
 	pthread_spin_lock(&qp->sq.lock);
-	for (; wr; wr = wr->next, posted++) {
-		rv = viw_sq_post_one(qp, wr);
+	first = qp->sq.ring.head;
+	for (; wr; wr = wr->next) {
+		rv = viw_sq_write(qp, wr);
 		if (rv) {
 			*bad_wr = wr;
 			break;
 		}
 	}
-	if (posted)
-		ring_db = viw_doorbell_needed(ctx, &qp->sq);
+	ring_db = viw_sq_publish(ctx, qp, first);
 	pthread_spin_unlock(&qp->sq.lock);
 
 	/*
@@ -309,7 +339,7 @@ int viw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	 * them is reported as bad then; the next doorbell picks them up.
 	 */
 	if (ring_db) {
-		int db_rv = ibv_cmd_post_send(ibqp, NULL, &db_bad);
+		int db_rv = viw_sq_doorbell(ibqp);
 
 		if (db_rv && !rv) {
 			*bad_wr = NULL;
@@ -492,25 +522,36 @@ static void viw_cqe_to_wc(const struct viw_cqe *cqe, uint32_t flags,
 	}
 }
 
+/*
+ * Take the next CQE into @wc and give its slot back to the kernel.
+ * Returns false if the ring holds none.  Caller holds the CQ lock and
+ * publishes cons afterwards.
+ */
+bool viw_cq_pop(struct viw_cq *cq, struct ibv_wc *wc)
+{
+	struct viw_ring *ring = &cq->q.ring;
+	struct viw_cqe *cqe = viw_ring_slot(ring, ring->head);
+	uint32_t flags = viw_cqe_flags_acquire(cqe);
+
+	if (!(flags & VIW_CQE_VALID))
+		return false;
+	viw_cqe_to_wc(cqe, flags, wc);
+	viw_cqe_release(cqe);
+	ring->head++;
+	return true;
+}
+
 int viw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct viw_cq *cq = to_viw_cq(ibcq);
-	struct viw_ring *ring = &cq->q.ring;
 	int n;
 
 	pthread_spin_lock(&cq->q.lock);
-	for (n = 0; n < num_entries; n++) {
-		struct viw_cqe *cqe = viw_ring_slot(ring, ring->head);
-		uint32_t flags = viw_cqe_flags_acquire(cqe);
-
-		if (!(flags & VIW_CQE_VALID))
+	for (n = 0; n < num_entries; n++)
+		if (!viw_cq_pop(cq, &wc[n]))
 			break;
-		viw_cqe_to_wc(cqe, flags, &wc[n]);
-		viw_cqe_release(cqe);
-		ring->head++;
-	}
 	if (n)
-		viw_ring_publish_cons(ring);
+		viw_ring_publish_cons(&cq->q.ring);
 	pthread_spin_unlock(&cq->q.lock);
 	return n;
 }

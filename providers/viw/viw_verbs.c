@@ -83,26 +83,72 @@ struct ibv_pd *viw_alloc_pd(struct ibv_context *ctx)
 {
 	struct ibv_alloc_pd cmd = {};
 	struct ib_uverbs_alloc_pd_resp resp = {};
-	struct ibv_pd *pd;
+	struct viw_pd *pd;
 	int rv;
 
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return NULL;
-	rv = ibv_cmd_alloc_pd(ctx, pd, &cmd, sizeof(cmd), &resp, sizeof(resp));
+	rv = ibv_cmd_alloc_pd(ctx, &pd->ibv_pd, &cmd, sizeof(cmd), &resp,
+			      sizeof(resp));
 	if (rv) {
 		free(pd);
 		errno = rv;
 		return NULL;
 	}
-	return pd;
+	return &pd->ibv_pd;
 }
 
-int viw_dealloc_pd(struct ibv_pd *pd)
+#define VIW_PARENT_DOMAIN_MASK \
+	(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | \
+	 IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
+
+/*
+ * A parent domain is the PD it contains as far as the kernel knows: it
+ * copies that PD's handle.  viw has no thread domains, and it allocates
+ * no queue memory in the process (every ring is kernel memory, mapped),
+ * so custom allocators are accepted but have nothing to allocate.
+ */
+struct ibv_pd *viw_alloc_parent_domain(struct ibv_context *ctx,
+				       struct ibv_parent_domain_init_attr *attr)
 {
+	struct viw_pd *parent, *pd;
+
+	if (!attr->pd || attr->pd->context != ctx ||
+	    to_viw_pd(attr->pd)->protection_domain) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (attr->td || (attr->comp_mask & ~VIW_PARENT_DOMAIN_MASK)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	pd = to_viw_pd(attr->pd);
+	parent = calloc(1, sizeof(*parent));
+	if (!parent)
+		return NULL;
+	parent->ibv_pd.context = ctx;
+	parent->ibv_pd.handle = pd->ibv_pd.handle;
+	parent->protection_domain = pd;
+	__atomic_fetch_add(&pd->parent_domains, 1, __ATOMIC_RELAXED);
+	return &parent->ibv_pd;
+}
+
+int viw_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct viw_pd *pd = to_viw_pd(ibpd);
 	int rv;
 
-	rv = ibv_cmd_dealloc_pd(pd);
+	if (pd->protection_domain) {
+		__atomic_fetch_sub(&pd->protection_domain->parent_domains, 1,
+				   __ATOMIC_RELAXED);
+		free(pd);
+		return 0;
+	}
+	/* Its parent domains still use the handle. */
+	if (__atomic_load_n(&pd->parent_domains, __ATOMIC_RELAXED))
+		return EBUSY;
+	rv = ibv_cmd_dealloc_pd(ibpd);
 	if (rv)
 		return rv;
 	free(pd);
@@ -234,8 +280,9 @@ static void viw_queue_unmap(struct viw_queue *q)
 	q->map = NULL;
 }
 
-struct ibv_cq *viw_create_cq(struct ibv_context *ctx, int cqe,
-			     struct ibv_comp_channel *channel, int comp_vector)
+static struct viw_cq *viw_cq_create(struct ibv_context *ctx, int cqe,
+				    struct ibv_comp_channel *channel,
+				    int comp_vector)
 {
 	struct ibv_create_cq cmd = {};
 	struct viw_create_cq_resp resp = {};
@@ -259,7 +306,7 @@ struct ibv_cq *viw_create_cq(struct ibv_context *ctx, int cqe,
 	if (rv)
 		goto err_destroy;
 	cq->id = resp.drv.cq_id;
-	return &cq->ibv_cq;
+	return cq;
 
 err_destroy:
 	ibv_cmd_destroy_cq(&cq->ibv_cq);
@@ -267,6 +314,53 @@ err_free:
 	free(cq);
 	errno = rv;
 	return NULL;
+}
+
+struct ibv_cq *viw_create_cq(struct ibv_context *ctx, int cqe,
+			     struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct viw_cq *cq = viw_cq_create(ctx, cqe, channel, comp_vector);
+
+	return cq ? &cq->ibv_cq : NULL;
+}
+
+/* What an extended CQ can do beyond a plain one; refused is EOPNOTSUPP. */
+static int viw_check_cq_ex_attr(struct ibv_context *ctx,
+				const struct ibv_cq_init_attr_ex *attr)
+{
+	/* No completion timestamps, VLANs, flow tags or tag matching. */
+	if (attr->wc_flags & ~(uint64_t)VIW_CQ_EX_WC_FLAGS)
+		return EOPNOTSUPP;
+	if (attr->comp_mask & ~(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+				IBV_CQ_INIT_ATTR_MASK_PD))
+		return EOPNOTSUPP;
+	/* The CQ is locked anyway; a single thread merely never contends. */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (attr->flags & ~IBV_CREATE_CQ_ATTR_SINGLE_THREADED))
+		return EOPNOTSUPP;
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!attr->parent_domain || attr->parent_domain->context != ctx ||
+	     !to_viw_pd(attr->parent_domain)->protection_domain))
+		return EINVAL;
+	return 0;
+}
+
+struct ibv_cq_ex *viw_create_cq_ex(struct ibv_context *ctx,
+				   struct ibv_cq_init_attr_ex *attr)
+{
+	struct viw_cq *cq;
+	int rv;
+
+	rv = viw_check_cq_ex_attr(ctx, attr);
+	if (rv) {
+		errno = rv;
+		return NULL;
+	}
+	cq = viw_cq_create(ctx, attr->cqe, attr->channel, attr->comp_vector);
+	if (!cq)
+		return NULL;
+	viw_cq_ex_init(cq);
+	return &cq->ibv_cq_ex;
 }
 
 int viw_destroy_cq(struct ibv_cq *ibcq)
@@ -311,17 +405,33 @@ static int viw_qp_map(struct ibv_context *ctx, struct viw_qp *qp,
 
 /* The limits the fast path enforces, from the caps the kernel granted. */
 static void viw_qp_set_caps(struct viw_qp *qp, struct viw_context *ctx,
-			    const struct ibv_qp_init_attr *attr)
+			    const struct ibv_qp_cap *cap, int sq_sig_all)
 {
-	qp->max_send_sge = viw_min(attr->cap.max_send_sge, ctx->max_sge);
-	qp->max_recv_sge = viw_min(attr->cap.max_recv_sge, ctx->max_sge);
-	qp->max_inline = viw_min(attr->cap.max_inline_data, ctx->max_inline);
-	qp->sq_sig_all = attr->sq_sig_all;
+	qp->max_send_sge = viw_min(cap->max_send_sge, ctx->max_sge);
+	qp->max_recv_sge = viw_min(cap->max_recv_sge, ctx->max_sge);
+	qp->max_inline = viw_min(cap->max_inline_data, ctx->max_inline);
+	qp->sq_sig_all = sq_sig_all;
+}
+
+/* Map the rings of a QP the kernel just made, or destroy it again. */
+static int viw_qp_setup(struct ibv_context *ibctx, struct viw_qp *qp,
+			const struct viw_uresp_create_qp *r, bool with_srq,
+			const struct ibv_qp_cap *cap, int sq_sig_all)
+{
+	int rv;
+
+	rv = viw_qp_map(ibctx, qp, r, with_srq);
+	if (rv) {
+		ibv_cmd_destroy_qp(&qp->vqp.qp);
+		return rv;
+	}
+	qp->id = r->qp_id;
+	viw_qp_set_caps(qp, to_viw_ctx(ibctx), cap, sq_sig_all);
+	return 0;
 }
 
 struct ibv_qp *viw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
-	struct viw_context *ctx = to_viw_ctx(pd->context);
 	struct ibv_create_qp cmd = {};
 	struct viw_create_qp_resp resp = {};
 	struct viw_qp *qp;
@@ -337,21 +447,77 @@ struct ibv_qp *viw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 
 	rv = ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd, sizeof(cmd),
 			       &resp.ibv_resp, sizeof(resp));
-	if (rv)
-		goto err_free;
-	rv = viw_qp_map(pd->context, qp, &resp.drv, attr->srq != NULL);
-	if (rv)
-		goto err_destroy;
-	qp->id = resp.drv.qp_id;
-	viw_qp_set_caps(qp, ctx, attr);
+	if (!rv)
+		rv = viw_qp_setup(pd->context, qp, &resp.drv,
+				  attr->srq != NULL, &attr->cap,
+				  attr->sq_sig_all);
+	if (rv) {
+		free(qp);
+		errno = rv;
+		return NULL;
+	}
 	return &qp->vqp.qp;
+}
 
-err_destroy:
-	ibv_cmd_destroy_qp(&qp->vqp.qp);
-err_free:
-	free(qp);
-	errno = rv;
-	return NULL;
+/*
+ * What ibv_create_qp_ex() may ask beyond ibv_create_qp(): the ibv_wr_*()
+ * functions for the opcodes viw's SQ carries, and no create flags.
+ */
+static int viw_check_qp_ex_attr(const struct ibv_qp_init_attr_ex *attr)
+{
+	if (attr->qp_type != IBV_QPT_RC)
+		return EOPNOTSUPP;
+	if (attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD |
+				IBV_QP_INIT_ATTR_CREATE_FLAGS |
+				IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+		return EOPNOTSUPP;
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
+		return EINVAL;
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	    attr->create_flags)
+		return EOPNOTSUPP;
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (attr->send_ops_flags & ~(uint64_t)VIW_QP_EX_SEND_OPS))
+		return EOPNOTSUPP;
+	return 0;
+}
+
+struct ibv_qp *viw_create_qp_ex(struct ibv_context *ctx,
+				struct ibv_qp_init_attr_ex *attr)
+{
+	struct ibv_create_qp cmd = {};
+	struct viw_create_qp_resp resp = {};
+	struct ibv_qp_init_attr_ex cmd_attr;
+	struct viw_qp *qp;
+	int rv;
+
+	rv = viw_check_qp_ex_attr(attr);
+	if (rv) {
+		errno = rv;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+
+	/* libibverbs refuses the create-flags bit even when no flag is set. */
+	cmd_attr = *attr;
+	cmd_attr.comp_mask &= ~IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	rv = ibv_cmd_create_qp_ex(ctx, &qp->vqp, &cmd_attr, &cmd, sizeof(cmd),
+				  &resp.ibv_resp, sizeof(resp));
+	if (!rv) {
+		attr->cap = cmd_attr.cap;
+		rv = viw_qp_setup(ctx, qp, &resp.drv, attr->srq != NULL,
+				  &attr->cap, attr->sq_sig_all);
+	}
+	if (rv) {
+		free(qp);
+		errno = rv;
+		return NULL;
+	}
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		viw_qp_ex_init(qp, attr->send_ops_flags);
+	return &qp->vqp.qp;
 }
 
 int viw_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)

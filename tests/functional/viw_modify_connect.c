@@ -15,6 +15,13 @@
  *                  arrives, the QP is in ERROR, and every WR, those posted
  *                  before and one of each posted after, completes with
  *                  IBV_WC_WR_FLUSH_ERR
+ *   --expect peer-gone --wait-file F
+ *                  as ok, then a receive is posted and, once F exists
+ *                  (the shell creates it when the peer has destroyed its
+ *                  QP and the stream is closed), the QP is still in RTS,
+ *                  its receive not flushed and no event raised, as on
+ *                  InfiniBand; the next SEND then fails the QP:
+ *                  IBV_EVENT_QP_FATAL, ERROR, and both WRs FLUSH_ERR
  *   --destroy-after MS, --exit-after MS
  *                  destroy everything (or exit without cleaning up) MS
  *                  milliseconds after RTR, while the connection is made
@@ -56,6 +63,7 @@ struct opts {
 	int secs;
 	int hold;
 	const char *cm_connect;
+	const char *wait_file;
 };
 
 struct res {
@@ -324,6 +332,56 @@ static void check_fail(const struct opts *o, struct res *r)
 		 "%d completions, %d FLUSH_ERR", n, flushed);
 }
 
+/* Wait until @path exists; false if it did not within @ms. */
+static bool wait_file(const char *path, int ms)
+{
+	long long deadline = vt_deadline_in(ms);
+
+	while (access(path, F_OK)) {
+		if (vt_ms_left(deadline) <= 0)
+			return false;
+		usleep(20000);
+	}
+	return true;
+}
+
+/*
+ * The peer destroyed its QP after the exchange, as the tools do: this QP
+ * learns of it only when it sends (docs/semantics.md, section 8).
+ */
+static void check_peer_gone(const struct opts *o, struct res *r)
+{
+	struct ibv_wc wc[2];
+	int ev, n, i, flushed = 0;
+
+	check_ok(o, r);
+	vt_check(!post_recv(r, 3), "post a receive", "%s", strerror(errno));
+	if (!wait_file(o->wait_file, o->secs * 1000)) {
+		vt_fail("the peer is gone", "no %s", o->wait_file);
+		return;
+	}
+	vt_check(vt_qp_state(r->qp) == IBV_QPS_RTS,
+		 "QP still in RTS after the peer closed", "state %s",
+		 vt_qp_state_str(vt_qp_state(r->qp)));
+	n = vt_poll_cq_until(r->cq, wc, 1, vt_deadline_in(500));
+	vt_check(n == 0, "the receive stays posted", "%d completion(s), %s", n,
+		 n > 0 ? ibv_wc_status_str(wc[0].status) : "-");
+	ev = wait_async(r, 200);
+	vt_check(ev == -1, "no async event yet", "got %d", ev);
+
+	vt_check(!post_send(r, 13), "post a SEND", "%s", strerror(errno));
+	ev = wait_async(r, o->secs * 1000);
+	vt_check(ev == IBV_EVENT_QP_FATAL, "the SEND raises QP_FATAL",
+		 "got %d (%s)", ev, ev >= 0 ? ibv_event_type_str(ev) : "none");
+	vt_check(vt_qp_state(r->qp) == IBV_QPS_ERR, "QP in ERROR", "state %s",
+		 vt_qp_state_str(vt_qp_state(r->qp)));
+	n = vt_poll_cq_until(r->cq, wc, 2, vt_deadline_in(5000));
+	for (i = 0; i < n; i++)
+		flushed += wc[i].status == IBV_WC_WR_FLUSH_ERR;
+	vt_check(n == 2 && flushed == 2, "SEND and receive flushed",
+		 "%d completions, %d FLUSH_ERR", n, flushed);
+}
+
 static void hold(const struct opts *o)
 {
 	struct res r = {};
@@ -425,8 +483,9 @@ static int run(const struct opts *o)
 	if (!strcmp(o->expect, "ok")) {
 		check_attrs(o, &r, dqpn);
 		check_ok(o, &r);
-	}
-	else
+	} else if (!strcmp(o->expect, "peer-gone") && o->wait_file) {
+		check_peer_gone(o, &r);
+	} else
 		check_fail(o, &r);
 out:
 	teardown(&r);
@@ -448,6 +507,7 @@ int main(int argc, char **argv)
 		{ "secs", required_argument, NULL, 's' },
 		{ "hold", required_argument, NULL, 'H' },
 		{ "cm-connect", required_argument, NULL, 'C' },
+		{ "wait-file", required_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .gid_index = 1, .dqpn = -1, .timeout = 14,
@@ -471,6 +531,7 @@ int main(int argc, char **argv)
 		case 's': o.secs = atoi(optarg); break;
 		case 'H': o.hold = atoi(optarg); break;
 		case 'C': o.cm_connect = optarg; break;
+		case 'W': o.wait_file = optarg; break;
 		default: return 2;
 		}
 	}
@@ -485,7 +546,7 @@ int main(int argc, char **argv)
 		return vt_finish();
 	}
 	if (!o.dev || !o.dgid || (o.dqpn < 0 && !o.dqpn_file)) {
-		fprintf(stderr, "usage: %s -d DEV [-g GID_INDEX] --dgid ADDR (--dqpn N | --dqpn-file F) [--qpn-file F] [--timeout T] [--retry N] [--expect ok|fail] [--destroy-after MS | --exit-after MS] [--secs S]\n"
+		fprintf(stderr, "usage: %s -d DEV [-g GID_INDEX] --dgid ADDR (--dqpn N | --dqpn-file F) [--qpn-file F] [--timeout T] [--retry N] [--expect ok|fail|peer-gone --wait-file F] [--destroy-after MS | --exit-after MS] [--secs S]\n"
 			"       %s -d DEV --hold SECS [--qpn-file F]\n"
 			"       %s --cm-connect HOST:PORT --dqpn N\n",
 			argv[0], argv[0], argv[0]);

@@ -33,7 +33,7 @@ work=$build/packaging/debian
 packages=(ibverbs-provider-viw viw-dkms)
 
 [ "$(id -u)" = 0 ] || fail "needs root: it installs and purges packages"
-need dpkg-buildpackage dpkg-source dpkg-parsechangelog lintian dkms apt-get flock
+need dpkg-buildpackage dpkg-source dpkg-parsechangelog lintian dkms apt-get flock mandoc
 
 deb_version=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Version)
 [ "${deb_version%-*}" = "$version" ] ||
@@ -124,6 +124,14 @@ contents() { dpkg-deb -c "$1" | awk '{ print $6 }'; }
 has() { contents "$1" | grep -qxF "$2" || fail "${1##*/} lacks $2"; }
 has "$provider_deb" "./usr/lib/$multiarch/libibverbs/libviw-rdmav34.so"
 has "$provider_deb" ./etc/libibverbs.d/viw.driver
+has "$provider_deb" ./usr/share/man/man7/libviw.7.gz
+has "$dkms_deb" ./usr/share/man/man4/viw.4.gz
+# The pages as packaged (compressed by dh_compress) are still lint clean.
+for p in "$provider_deb:usr/share/man/man7/libviw.7.gz" "$dkms_deb:usr/share/man/man4/viw.4.gz"; do
+	out=$(dpkg-deb --fsys-tarfile "${p%%:*}" | tar -xOf - "./${p#*:}" | gzip -dc |
+		mandoc -T lint -W all 2>&1) || fail "cannot lint ${p#*:} from ${p%%:*}"
+	[ -z "$out" ] || { printf '%s\n' "$out"; fail "mandoc -T lint: ${p#*:} as packaged is not clean"; }
+done
 [ "$(dpkg-deb -f "$provider_deb" Multi-Arch)" = same ] || fail "ibverbs-provider-viw is not Multi-Arch: same"
 for f in dkms.conf Kbuild kernel/Kbuild kernel/viw_main.c kernel-headers/rdma/viw-abi.h; do
 	has "$dkms_deb" "./usr/src/viw-$version/$f"

@@ -56,6 +56,8 @@ expect() { # LIST PATTERN WHAT
 }
 expect "$provider" '/usr/lib(64)?/libibverbs/libviw-rdmav34\.so' "ibverbs-provider-viw lacks libibverbs/libviw-rdmav34.so"
 expect "$provider" '/etc/libibverbs\.d/viw\.driver' "ibverbs-provider-viw lacks /etc/libibverbs.d/viw.driver"
+expect "$provider" '/usr/share/man/man7/libviw\.7(\.gz)?' "ibverbs-provider-viw lacks the manual page libviw(7)"
+expect "$dkms" '/usr/share/man/man4/viw\.4(\.gz)?' "viw-dkms lacks the manual page viw(4)"
 for f in dkms.conf Kbuild kernel/Kbuild kernel/viw_main.c kernel-headers/rdma/viw-abi.h; do
 	expect "$dkms" "/usr/src/viw-$version/${f//./\\.}" "viw-dkms lacks /usr/src/viw-$version/$f"
 done

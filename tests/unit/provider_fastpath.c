@@ -4,13 +4,17 @@
  * rings in ordinary memory, with the doorbell system call replaced by a
  * stub that records it.  Checks what the provider writes into WQEs, how
  * it refuses bad work requests, when it rings the doorbell, and how it
- * turns CQEs (including garbage ones) into work completions.
+ * turns CQEs (including garbage ones) into work completions; the same for
+ * the extended interface (viw_post_ex.c) through libibverbs' inline
+ * ibv_wr_*() and ibv_start_poll() wrappers.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "viw.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static int failures;
 
@@ -106,6 +110,12 @@ static void setup(void)
 	doorbells = 0;
 	doorbell_rv = 0;
 	doorbell_had_wrs = false;
+}
+
+/* What ibv_qp_to_qp_ex() returns for a QP with VERBS_QP_EX. */
+static struct ibv_qp_ex *ibv_qp_to_qp_ex_local(void)
+{
+	return qp.vqp.comp_mask & VERBS_QP_EX ? &qp.vqp.qp_ex : NULL;
 }
 
 static struct viw_sqe *sqe_at(uint32_t i)
@@ -537,6 +547,259 @@ static void test_notify(void)
 	report("req_notify_cq sets arm bits without a system call", before);
 }
 
+/* The extended QP interface, as ibv_create_qp_ex() sets it up. */
+static struct ibv_qp_ex *qp_ex_setup(uint64_t send_ops)
+{
+	setup();
+	viw_qp_ex_init(&qp, send_ops);
+	return ibv_qp_to_qp_ex_local();
+}
+
+static bool sq_unlocked(void)
+{
+	if (pthread_spin_trylock(&qp.sq.lock))
+		return false;
+	pthread_spin_unlock(&qp.sq.lock);
+	return true;
+}
+
+static bool any_slot_valid(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < SLOTS; i++)
+		if (sqe_at(i)->flags & VIW_WQE_VALID)
+			return true;
+	return false;
+}
+
+static void test_wr_batch(void)
+{
+	struct ibv_qp_ex *qpx = qp_ex_setup(VIW_QP_EX_SEND_OPS);
+	int before = failures, rv;
+
+	memcpy(buf + 128, "hello", 5);
+	ibv_wr_start(qpx);
+	qpx->wr_id = 20;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, 0x1111, (uintptr_t)buf, 16);
+	qpx->wr_id = 21;
+	qpx->wr_flags = IBV_SEND_FENCE;
+	ibv_wr_rdma_write(qpx, 0xabcd, 0x123456789abcull);
+	ibv_wr_set_sge_list(qpx, 2, sge2);
+	qpx->wr_id = 22;
+	qpx->wr_flags = 0;
+	ibv_wr_rdma_read(qpx, 0x77, 0x1000);
+	ibv_wr_set_sge(qpx, 0x2222, (uintptr_t)buf + 64, 32);
+	qpx->wr_id = 23;
+	ibv_wr_send_inv(qpx, 0x5555);
+	ibv_wr_set_inline_data(qpx, buf + 128, 5);
+	CHECK(!any_slot_valid() && qp.sq.ring.ctrl->prod == 0 &&
+	      doorbells == 0, "the kernel could see an unfinished batch");
+
+	rv = ibv_wr_complete(qpx);
+	CHECK(rv == 0, "rv %d", rv);
+	CHECK(sq_unlocked(), "SQ still locked after wr_complete");
+	CHECK(qp.sq.ring.ctrl->prod == 4 && doorbells == 1 &&
+	      !doorbell_had_wrs, "prod %u doorbells %u",
+	      qp.sq.ring.ctrl->prod, doorbells);
+	CHECK(sqe_at(0)->wr_id == 20 && sqe_at(0)->opcode == VIW_OP_SEND &&
+	      sqe_at(0)->flags == (VIW_WQE_VALID | VIW_WQE_SIGNALED) &&
+	      sqe_at(0)->num_sge == 1 && sqe_at(0)->sge[0].lkey == 0x1111 &&
+	      sqe_at(0)->sge[0].length == 16, "send sqe");
+	CHECK(sqe_at(1)->wr_id == 21 && sqe_at(1)->opcode == VIW_OP_WRITE &&
+	      sqe_at(1)->flags == (VIW_WQE_VALID | VIW_WQE_FENCE) &&
+	      sqe_at(1)->raddr == 0x123456789abcull &&
+	      sqe_at(1)->rkey == 0xabcd && sqe_at(1)->num_sge == 2 &&
+	      sqe_at(1)->sge[1].lkey == 0x2222, "write sqe");
+	CHECK(sqe_at(2)->opcode == VIW_OP_READ && sqe_at(2)->rkey == 0x77 &&
+	      sqe_at(2)->raddr == 0x1000 && sqe_at(2)->flags == VIW_WQE_VALID,
+	      "read sqe");
+	CHECK(sqe_at(3)->opcode == VIW_OP_SEND_INV &&
+	      sqe_at(3)->inv_stag == 0x5555 &&
+	      sqe_at(3)->flags == (VIW_WQE_VALID | VIW_WQE_INLINE) &&
+	      sqe_at(3)->inline_len == 5 && sqe_at(3)->num_sge == 0 &&
+	      !memcmp(sqe_at(3)->sge, "hello", 5), "inline send_inv sqe");
+	report("ibv_wr_*: a batch fills the ring and posts at wr_complete",
+	       before);
+}
+
+/* A batch with one bad WR among good ones; returns wr_complete's errno. */
+static int wr_batch_with(void (*bad_wr)(struct ibv_qp_ex *qpx))
+{
+	struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex_local();
+
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, 1, (uintptr_t)buf, 8);
+	bad_wr(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, 1, (uintptr_t)buf, 8);
+	return ibv_wr_complete(qpx);
+}
+
+static void bad_too_many_sges(struct ibv_qp_ex *qpx)
+{
+	struct ibv_sge sge[3] = {};
+
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge_list(qpx, 3, sge);	/* qp.max_send_sge is 2 */
+}
+
+static void bad_inline_too_long(struct ibv_qp_ex *qpx)
+{
+	struct ibv_data_buf b[2] = { { buf, 20 }, { buf, 13 } };
+
+	ibv_wr_send(qpx);
+	ibv_wr_set_inline_data_list(qpx, 2, b);	/* 33 > qp.max_inline */
+}
+
+static void bad_inline_read(struct ibv_qp_ex *qpx)
+{
+	ibv_wr_rdma_read(qpx, 1, 0x1000);
+	ibv_wr_set_inline_data(qpx, buf, 4);
+}
+
+static void bad_data_without_opcode(struct ibv_qp_ex *qpx)
+{
+	ibv_wr_set_sge(qpx, 1, (uintptr_t)buf, 8);
+}
+
+static void bad_opcode_not_enabled(struct ibv_qp_ex *qpx)
+{
+	ibv_wr_rdma_write(qpx, 1, 0x1000);	/* QP has WITH_SEND only */
+	ibv_wr_set_sge(qpx, 1, (uintptr_t)buf, 8);
+}
+
+static void bad_ring_overflow(struct ibv_qp_ex *qpx)
+{
+	int i;
+
+	for (i = 0; i < SLOTS; i++) {
+		ibv_wr_send(qpx);
+		ibv_wr_set_sge(qpx, 1, (uintptr_t)buf, 8);
+	}
+}
+
+static void test_wr_bad_batch(void)
+{
+	static const struct {
+		void (*fn)(struct ibv_qp_ex *qpx);
+		uint64_t ops;
+		int rv;
+		const char *what;
+	} cases[] = {
+		{ bad_too_many_sges, VIW_QP_EX_SEND_OPS, EINVAL, "3 sges" },
+		{ bad_inline_too_long, VIW_QP_EX_SEND_OPS, EINVAL, "inline" },
+		{ bad_inline_read, VIW_QP_EX_SEND_OPS, EINVAL, "inline READ" },
+		{ bad_data_without_opcode, VIW_QP_EX_SEND_OPS, EINVAL,
+		  "data without opcode" },
+		{ bad_opcode_not_enabled, IBV_QP_EX_WITH_SEND, EINVAL,
+		  "opcode not in send_ops_flags" },
+		{ bad_ring_overflow, VIW_QP_EX_SEND_OPS, ENOMEM, "SQ overflow" },
+	};
+	int before = failures, rv;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		qp_ex_setup(cases[i].ops);
+		rv = wr_batch_with(cases[i].fn);
+		CHECK(rv == cases[i].rv, "%s: rv %d", cases[i].what, rv);
+		CHECK(!any_slot_valid() && qp.sq.ring.ctrl->prod == 0 &&
+		      qp.sq.ring.head == 0 && doorbells == 0,
+		      "%s: part of the batch posted", cases[i].what);
+		CHECK(sq_unlocked(), "%s: SQ left locked", cases[i].what);
+	}
+	report("ibv_wr_complete: a bad WR drops the whole batch", before);
+}
+
+static void test_wr_abort(void)
+{
+	struct ibv_qp_ex *qpx = qp_ex_setup(VIW_QP_EX_SEND_OPS);
+	struct ibv_send_wr *bad;
+	int before = failures;
+
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, 1, (uintptr_t)buf, 8);
+	ibv_wr_abort(qpx);
+	CHECK(sq_unlocked(), "SQ left locked");
+	CHECK(!any_slot_valid() && qp.sq.ring.head == 0 && doorbells == 0,
+	      "aborted WR posted");
+
+	/* A WR given no data goes out with no SGEs. */
+	ibv_wr_start(qpx);
+	qpx->wr_id = 31;
+	ibv_wr_send(qpx);
+	qpx->wr_id = 32;
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, 1, (uintptr_t)buf, 8);
+	CHECK(ibv_wr_complete(qpx) == 0, "complete");
+	CHECK(sqe_at(0)->wr_id == 31 && sqe_at(0)->num_sge == 0 &&
+	      sqe_at(1)->wr_id == 32 && sqe_at(1)->num_sge == 1, "no-data WR");
+
+	/* post_send and the wr_* batches share the ring. */
+	CHECK(post_one(IBV_WR_SEND, 0, 1, &bad) == 0, "post_send");
+	CHECK(qp.sq.ring.ctrl->prod == 3 && sqe_at(2)->flags & VIW_WQE_VALID,
+	      "post_send after a batch");
+	report("ibv_wr_abort posts nothing; a WR without data has no SGEs",
+	       before);
+}
+
+static void test_cq_ex_poll(void)
+{
+	struct ibv_cq_ex *cqx = &cq.ibv_cq_ex;
+	struct ibv_poll_cq_attr attr = {};
+	struct ibv_wc wc;
+	int before = failures;
+
+	setup();
+	viw_cq_ex_init(&cq);
+	CHECK(ibv_start_poll(cqx, &attr) == ENOENT, "empty CQ");
+	CHECK(pthread_spin_trylock(&cq.q.lock) == 0, "CQ left locked");
+	pthread_spin_unlock(&cq.q.lock);
+
+	kernel_cqe(0, VIW_CQE_SUCCESS, VIW_CQE_OP_SEND, 0);
+	kernel_cqe(1, VIW_CQE_SUCCESS, VIW_CQE_OP_RECV, VIW_CQE_INV);
+	kernel_cqe(2, VIW_CQE_REM_ACCESS_ERR, VIW_CQE_OP_WRITE, 0);
+	attr.comp_mask = 1;
+	CHECK(ibv_start_poll(cqx, &attr) == EINVAL, "unknown comp_mask");
+	attr.comp_mask = 0;
+
+	CHECK(ibv_start_poll(cqx, &attr) == 0, "start_poll");
+	CHECK(cqx->wr_id == 1000 && cqx->status == IBV_WC_SUCCESS &&
+	      ibv_wc_read_opcode(cqx) == IBV_WC_SEND &&
+	      ibv_wc_read_byte_len(cqx) == 64 &&
+	      ibv_wc_read_qp_num(cqx) == 42 && !ibv_wc_read_wc_flags(cqx),
+	      "first completion");
+	CHECK(!(((struct viw_cqe *)viw_ring_slot(&cq.q.ring, 0))->flags &
+		VIW_CQE_VALID), "slot not handed back");
+	CHECK(ibv_next_poll(cqx) == 0, "next_poll");
+	CHECK(cqx->wr_id == 1001 && ibv_wc_read_opcode(cqx) == IBV_WC_RECV &&
+	      (ibv_wc_read_wc_flags(cqx) & IBV_WC_WITH_INV) &&
+	      ibv_wc_read_invalidated_rkey(cqx) == 0x9999 &&
+	      ibv_wc_read_src_qp(cqx) == 0 && ibv_wc_read_slid(cqx) == 0,
+	      "invalidating receive");
+	CHECK(ibv_next_poll(cqx) == 0, "next_poll");
+	CHECK(cqx->status == IBV_WC_REM_ACCESS_ERR &&
+	      ibv_wc_read_vendor_err(cqx) == 0x123 &&
+	      ibv_wc_read_opcode(cqx) == IBV_WC_RDMA_WRITE, "error completion");
+	CHECK(ibv_next_poll(cqx) == ENOENT, "past the last CQE");
+	ibv_end_poll(cqx);
+	CHECK(cq.q.ring.ctrl->cons == 3, "cons %u", cq.q.ring.ctrl->cons);
+	CHECK(pthread_spin_trylock(&cq.q.lock) == 0, "CQ left locked");
+	pthread_spin_unlock(&cq.q.lock);
+
+	/* ibv_poll_cq on the same CQ continues where the batch stopped. */
+	kernel_cqe(3, VIW_CQE_SUCCESS, VIW_CQE_OP_READ, 0);
+	CHECK(viw_poll_cq(ibv_cq_ex_to_cq(cqx), 1, &wc) == 1 &&
+	      wc.wr_id == 1003 && wc.opcode == IBV_WC_RDMA_READ,
+	      "poll_cq after start_poll");
+	report("ibv_cq_ex: start/next/end_poll, read_*, mixed with poll_cq",
+	       before);
+}
+
 int main(void)
 {
 	test_send_fill();
@@ -551,6 +814,10 @@ int main(void)
 	test_poll_status();
 	test_poll_garbage();
 	test_notify();
+	test_wr_batch();
+	test_wr_bad_batch();
+	test_wr_abort();
+	test_cq_ex_poll();
 	if (failures) {
 		printf("%d fast path check(s) failed\n", failures);
 		return 1;

@@ -47,6 +47,25 @@ pid=$!
 mc a ok --dgid "$IP_B" --qpn-file /tmp/mc-qa --dqpn-file /tmp/mc-qb --expect ok
 wait "$pid"
 
+# b_stream_closed: b holds no open modify_qp stream (port 20886).
+b_stream_closed() {
+	! in_b ss -Htn state established state close-wait \
+		'( sport = :20886 or dport = :20886 )' | grep -q .
+}
+
+# The peer destroys its QP after the exchange, as the tools do: its FIN
+# leaves b's QP in RTS with a receive posted, until b sends (the program
+# checks it).  The file tells b when a's stream is closed on b's side.
+rm -f /tmp/mc-qa /tmp/mc-qb /tmp/mc-gone
+mc b peer-gone --dgid "$IP_A" --qpn-file /tmp/mc-qb --dqpn-file /tmp/mc-qa \
+	--expect peer-gone --wait-file /tmp/mc-gone &
+pid=$!
+mc a ok --dgid "$IP_B" --qpn-file /tmp/mc-qa --dqpn-file /tmp/mc-qb --expect ok
+wait_for 20 b_stream_closed || die "b's modify_qp stream did not close"
+touch /tmp/mc-gone
+wait "$pid"
+log "the peer's FIN leaves the QP in RTS until it sends"
+
 # The peer QP does not exist: b rejects the request.
 mc a noqp --dgid "$IP_B" --dqpn 4000 --expect fail
 

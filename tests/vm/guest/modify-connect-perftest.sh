@@ -13,69 +13,24 @@
 make_two_hosts viw
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 
-# perf_once TEST GID SIZE ITERS [OPTION...]: server in b, client in a.
-perf_once() {
-	local test=$1 gidx=$2 size=$3 iters=$4 spid rc=0 log
-	shift 4
-	log=$VIW_OUT/$test-x$gidx-$size
-	# Each side on its own CPU: TCG's per-CPU cycle counters are not in
-	# step, and perftest calibrates against one (see perftest.sh).
-	in_b timeout 120 stdbuf -oL taskset -c 1 "$test" -d "$DEV_B" -x "$gidx" -s "$size" \
-		-n "$iters" "$@" </dev/null >"$log.server" 2>&1 &
-	spid=$!
-	wait_listen "$NS_B" 18515
-	in_a timeout 120 stdbuf -oL taskset -c 0 "$test" -d "$DEV_A" -x "$gidx" -s "$size" \
-		-n "$iters" "$@" "$IP_B" </dev/null >"$log.client" 2>&1 || rc=$?
-	wait "$spid" || rc=$((rc ? rc : $?))
-	[ "$rc" = 0 ] || credit_mr_leak "$test" "$log" || return "$rc"
-	grep -E "^ *$size +$iters " "$log.client"
-}
-
-# credit_mr_leak TEST LOG: perftest before 23.07 (Debian 12 has 4.5-0.17)
-# registers ib_send_bw's iWARP credit MR on every iWARP run but
-# deregisters it only with rdma_cm, so without -R both sides end with
-# "Failed to deallocate PD - Device or resource busy" and exit 1 after the
-# test itself finished (upstream perftest ff1a84a, "Fix issue with PD
-# deallocation").  True if that is the only thing that went wrong.
-credit_mr_leak() {
-	local side
-	[ "$1" = ib_send_bw ] || return 1
-	for side in server client; do
-		grep -q "Failed to deallocate PD - Device or resource busy" "$2.$side" ||
-			return 1
-		[ "$(grep -Eci 'fail|error|couldn' "$2.$side")" = 2 ] || return 1
-	done
-	grep -Eq "^ *[0-9]+ +[0-9]+ " "$2.client" || return 1
-	echo "NOTE: $1: perftest's own credit-MR leak at exit (fixed in perftest 23.07)"
-}
-
-# perf_pair: perf_once, retrying only perftest's clock-calibration failure
-# under TCG (as perftest.sh does).
-perf_pair() {
-	local log=$VIW_OUT/$1-x$2-$3 i try
-	for try in 1 2 3 4 5; do
-		perf_once "$@" && return 0
-		perftest_clock_failed "$log.server" "$log.client" || break
-		echo "NOTE: $1 size $3: perftest could not calibrate its clock (run $try)"
-		for i in server client; do mv "$log.$i" "$log.$i.$try"; done
-	done
-	tail -n 20 "$log.server" "$log.client" >&2
-	die "$1 -x $2 size $3 failed"
+# perf_x GID TEST SIZE ITERS: lib.sh's perf_pair with GID index GID
+# instead of rdma_cm.
+perf_x() {
+	PERF_CONN="-x $1" PERF_TAG="-x$1" perf_pair "${@:2}"
 }
 
 for t in ib_send_bw ib_write_bw ib_read_bw; do
-	perf_pair "$t" 1 64 1000
-	perf_pair "$t" 1 65536 200
+	perf_x 1 "$t" 64 1000
+	perf_x 1 "$t" 65536 200
 done
 for t in ib_send_lat ib_write_lat ib_read_lat; do
-	perf_pair "$t" 1 64 500
-	perf_pair "$t" 1 65536 50
+	perf_x 1 "$t" 64 500
+	perf_x 1 "$t" 65536 50
 done
-perf_pair ib_write_bw 2 65536 100
-perf_pair ib_read_lat 2 64 200
+perf_x 2 ib_write_bw 65536 100
+perf_x 2 ib_read_lat 64 200
 log "perftest without rdma_cm: ib_{send,write,read}_{bw,lat} at 64 B and 64 KiB"
 
 for d in "$DEV_A" "$DEV_B"; do
-	wait_for 10 sh -c "! grep -Eqv ' 0\$' /sys/kernel/debug/viw/$d/objects" ||
-		{ cat "/sys/kernel/debug/viw/$d/objects"; die "$d: objects left"; }
+	wait_for 10 objects_zero "$d" || die "$d: objects left: $(objects_of "$d")"
 done

@@ -42,42 +42,20 @@ listening "$NS_A" 20886 || die "no modify_qp listener in $NS_A"
 listening "$NS_B" 20886 || die "no modify_qp listener in $NS_B"
 log "GIDs: MAC at 0, IPv4 at 1, IPv6 at 2, following address changes"
 
-# pp TOOL SERVER_NS CLIENT_NS GID [OPTION...]: one pingpong run, which must
-# pass on both sides within 60 s.
-pp() {
-	local tool=$1 sns=$2 cns=$3 gidx=$4 sdev cdev saddr spid rc=0 tag
-	shift 4
-	tag="$tool-$sns$cns-g$gidx$(echo "$@" | tr -d ' ')"
-	if [ "$sns" = a ]; then sdev=$DEV_A cdev=$DEV_B saddr=$IP_A
-	else sdev=$DEV_B cdev=$DEV_A saddr=$IP_B; fi
-	ip netns exec "$sns" timeout 60 "$tool" -d "$sdev" -g "$gidx" "$@" \
-		</dev/null >"$VIW_OUT/$tag.server" 2>&1 &
-	spid=$!
-	wait_listen "$sns" 18515
-	ip netns exec "$cns" timeout 60 "$tool" -d "$cdev" -g "$gidx" "$@" "$saddr" \
-		</dev/null >"$VIW_OUT/$tag.client" 2>&1 || rc=$?
-	wait "$spid" || rc=$((rc ? rc : $?))
-	if [ "$rc" != 0 ]; then
-		tail -n 5 "$VIW_OUT/$tag.server" "$VIW_OUT/$tag.client" >&2
-		die "$tool $* (server $sns, GID $gidx) failed: $rc"
-	fi
-	grep -h "bytes in" "$VIW_OUT/$tag.client"
-}
-
 for g in 1 2; do
 	for dir in "b a" "a b"; do
 		# shellcheck disable=SC2086
 		set -- $dir
-		pp ibv_rc_pingpong "$1" "$2" "$g"
-		pp ibv_rc_pingpong "$1" "$2" "$g" -s 4096
-		pp ibv_rc_pingpong "$1" "$2" "$g" -s 65536 -n 1000
-		pp ibv_rc_pingpong "$1" "$2" "$g" -e
+		pingpong_pair ibv_rc_pingpong "$1" "$2" "$g"
+		pingpong_pair ibv_rc_pingpong "$1" "$2" "$g" -s 4096
+		pingpong_pair ibv_rc_pingpong "$1" "$2" "$g" -s 65536 -n 1000
+		pingpong_pair ibv_rc_pingpong "$1" "$2" "$g" -e
 	done
 done
 log "ibv_rc_pingpong: default, -s 4096, -s 65536 -n 1000, -e; IPv4 and IPv6; both directions"
 
-pp ibv_srq_pingpong b a 1 -q 16
-pp ibv_srq_pingpong a b 2 -q 16
+pingpong_pair ibv_srq_pingpong b a 1 -q 16
+pingpong_pair ibv_srq_pingpong a b 2 -q 16
 log "ibv_srq_pingpong -q 16: IPv4 and IPv6"
 
 # UC and UD QPs are refused at create_qp: the tools fail at once.

@@ -4,8 +4,8 @@
 #
 # MPA modes between two viw hosts, set through debugfs: revision 1 and 2,
 # CRC on, and RFC 6581 peer-to-peer mode with each RTR message (zero-length
-# SEND, WRITE and READ).  rping -V must work in each; the device counters
-# must show the connections.
+# SEND, WRITE and READ).  rping -V must work in each; the port counters
+# (rdma statistic) must show the connections.
 . "$(dirname "$0")/../lib.sh"
 
 make_two_hosts viw
@@ -40,6 +40,6 @@ mode p2p-read0 2 0 1 4
 mode p2p-any-crc 2 1 1 7
 mode v2 2 0 0 7
 
-cat "/sys/kernel/debug/viw/$DEV_A/counters"
-conns=$(awk '$1 == "connections" { print $2 }' "/sys/kernel/debug/viw/$DEV_A/counters")
+run rdma statistic show link "$DEV_A/1"
+conns=$(port_counter "$DEV_A" connections_established)
 [ "$conns" -ge 8 ] || die "counters show $conns connections on $DEV_A, expected 8"

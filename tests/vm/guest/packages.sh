@@ -7,7 +7,8 @@
 # on the host (DKMS builds viw.ko into /lib/modules) and then runs this
 # script.  The module comes from "modprobe viw", the provider from
 # /etc/libibverbs.d/viw.driver (RDMAV_DRIVERS unset); two hosts then run
-# ibv_devices, ibv_devinfo and rping -V.
+# ibv_devices, ibv_devinfo and rping -V.  man finds and renders the
+# packages' manual pages, viw(4) and libviw(7).
 . "$(dirname "$0")/../lib.sh"
 
 # lib.sh points libibverbs at the build tree's provider: not here.
@@ -23,6 +24,18 @@ provider=$(dpkg -L ibverbs-provider-viw | grep '/libibverbs/libviw-rdmav34\.so$'
 grep -qx 'driver viw' /etc/libibverbs.d/viw.driver ||
 	die "/etc/libibverbs.d/viw.driver does not say 'driver viw'"
 log "provider $provider"
+
+# The manual pages, where man looks for them, as a user would read them.
+for page in "4 viw viw-dkms" "7 libviw ibverbs-provider-viw"; do
+	read -r sec name pkg <<<"$page"
+	path=$(man -w "$sec" "$name") || die "man -w $sec $name finds no page"
+	dpkg -L "$pkg" | grep -qxF "$path" || die "man -w $sec $name gives $path, not a file of $pkg"
+	MANWIDTH=80 man -P cat "$sec" "$name" >"$VIW_OUT/man-$name.txt" 2>"$VIW_OUT/man-$name.err" ||
+		die "man $sec $name failed: $(head -n1 "$VIW_OUT/man-$name.err")"
+	grep -q "^NAME" "$VIW_OUT/man-$name.txt" && grep -qw "$name" "$VIW_OUT/man-$name.txt" ||
+		die "man $sec $name: no NAME section naming $name"
+	log "man $sec $name: $path"
+done
 
 # The module modprobe resolves must be the one DKMS installed for this kernel.
 module_loaded viw && die "viw is already loaded"

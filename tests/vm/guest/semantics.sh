@@ -7,18 +7,22 @@
 # This script does what the processes cannot do themselves (SIGKILL, a
 # peer that drops everything with netem, link down, namespace deletion)
 # when the binary prints its marker line, and after every scenario checks
-# that the kernel log is clean, that the iw_cm CLOSE status logged with
-# dynamic debug ("CEP ...: close, status N[, reset]") is the expected one,
-# and that /sys/kernel/debug/viw/DEV/objects is all zero once both
-# processes exited.  ns-delete runs last: it removes both devices.
+# that the kernel log is clean, that the CLOSE viw delivered to iw_cm and
+# the way the connection ended are the expected ones (tracepoints
+# viw:viw_cm_event and viw:viw_cm_close), and that
+# /sys/kernel/debug/viw/DEV/objects is all zero once both processes
+# exited.  ns-delete runs last: it removes both devices.
 . "$(dirname "$0")/../lib.sh"
 
 bin=$VIW_BUILD/tests/functional/viw_semantics
 [ -x "$bin" ] || die "$bin not built"
 make_two_hosts viw
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
-echo "module viw +p" >/sys/kernel/debug/dynamic_debug/control ||
-	die "cannot enable viw's dynamic debug"
+tracefs=/sys/kernel/tracing
+mountpoint -q "$tracefs" || mount -t tracefs none "$tracefs"
+for ev in viw_cm_event viw_cm_close; do
+	echo 1 >"$tracefs/events/viw/$ev/enable" || die "cannot enable tracepoint viw:$ev"
+done
 
 netem=1
 if ! command -v tc >/dev/null; then
@@ -120,6 +124,7 @@ sem() {
 	clog=$VIW_OUT/sem-$sc-client.log
 	srv= cli=
 	mark=$(dmesg | wc -l)
+	: >"$tracefs/trace"
 	log "scenario $sc"
 	if [ "$mode" != local ]; then
 		# Not through in_b: $! must be the binary itself (for kill).
@@ -148,7 +153,9 @@ sem() {
 	*) [ "$src" = 0 ] || bad "$sc: server failed (exit $src): $(grep -m1 '^FAIL' "$slog" || tail -1 "$slog")" ;;
 	esac
 	lines=$(dmesg | tail -n +"$((mark + 1))")
-	printf '%s\n' "$lines" | grep -E "CEP .*close, status" | sed 's/^/    dmesg: /' || true
+	TRACE=$VIW_OUT/sem-$sc.trace
+	grep -E "viw_cm_close:|event=CLOSE" "$tracefs/trace" >"$TRACE" || true
+	sed 's/^ */    trace: /' "$TRACE"
 	printf '%s\n' "$lines" | "$VIW_SRC/tests/vm/check-dmesg" && true ||
 		bad "$sc: kernel log not clean"
 	if [ "$sc" != ns-delete ]; then
@@ -157,38 +164,41 @@ sem() {
 				bad "$sc: objects of $d not zero: $(tr '\n' ' ' </sys/kernel/debug/viw/"$d"/objects)"
 		done
 	fi
-	DMESG=$lines
 }
 
-# expect_close DEV REGEX: the CLOSE of DEV in this scenario's log matches.
+# expect_close DEV STATUS RESET: in this scenario, DEV delivered one CLOSE,
+# with STATUS, for a connection that ended with a reset (1) or a FIN (0).
 expect_close() {
-	local got
-	got=$(printf '%s\n' "$DMESG" | grep -E "$1: CEP .*: close, status" | sed 's/.*close, //' | tr '\n' ';')
-	[[ "$got" =~ ^$2\;$ ]] || bad "$sc: $1 CLOSE was '${got:-none}', expected '$2' once"
+	local ev cl
+	ev=$(grep -E "viw_cm_event: dev=$1 .*event=CLOSE" "$TRACE" | sed 's/.*event=CLOSE //' | tr '\n' ';')
+	cl=$(grep -E "viw_cm_close: dev=$1 " "$TRACE" | sed 's/.* status=/status=/' | tr '\n' ';')
+	[ "$ev" = "status=$2;" ] || bad "$sc: $1 CLOSE was '${ev:-none}', expected 'status=$2' once"
+	[ "$cl" = "status=$2 reset=$3;" ] ||
+		bad "$sc: $1 closed with '${cl:-nothing}', expected 'status=$2 reset=$3' once"
 }
 
 sem flush "" local
 sem flush-many "" local
 sem disconnect
-expect_close "$DEV_A" "status 0"
-expect_close "$DEV_B" "status 0"
+expect_close "$DEV_A" 0 0
+expect_close "$DEV_B" 0 0
 sem both
 sem kill act_kill
-expect_close "$DEV_B" "status -104, reset"
+expect_close "$DEV_B" -104 1
 sem close-timer act_netem
-[ "$netem" = 1 ] && expect_close "$DEV_A" "status -110, reset"
+[ "$netem" = 1 ] && expect_close "$DEV_A" -110 1
 sem destroy-closing act_netem
 sem accept-fail act_reset_client
-[ -z "$(printf '%s\n' "$DMESG" | grep -E "CEP .*close, status")" ] ||
-	bad "$sc: a CLOSE was logged for a connection that never was established"
+[ ! -s "$TRACE" ] ||
+	bad "$sc: a CLOSE was traced for a connection that never was established"
 sem link-down act_link_down
-expect_close "$DEV_A" "status -104, reset"
+expect_close "$DEV_A" -104 1
 sem error-disconnect
-expect_close "$DEV_A" "status -104, reset"
-expect_close "$DEV_B" "status -104, reset"
+expect_close "$DEV_A" -104 1
+expect_close "$DEV_B" -104 1
 sem reset
-expect_close "$DEV_A" "status -104, reset"
-expect_close "$DEV_B" "status -104, reset"
+expect_close "$DEV_A" -104 1
+expect_close "$DEV_B" -104 1
 sem ns-delete act_ns_delete
 wait_for 15 ib_dev_gone "$DEV_A" || bad "ns-delete: $DEV_A still present"
 wait_for 15 ib_dev_gone "$DEV_B" || bad "ns-delete: $DEV_B still present"

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * unit.provider_ops: what verbs_provider.h says about libibverbs that no
+ * shipped provider archive can prove (unit.provider_abi_layout), proven
+ * against the installed libibverbs at run time.
+ *
+ * - The offset of ops libviw sets that no archive sets (alloc_parent_domain).
+ *   verbs_set_ops() copies such an op into a public field of struct
+ *   verbs_context (<infiniband/verbs.h>), which ibv_alloc_parent_domain()
+ *   calls.  A table with only that slot set must land in that field; a
+ *   wrong offset in our header would leave it at libibverbs' stub.
+ * - The VERBS_QP_EX bit: ibv_qp_to_qp_ex() must return the extended QP for
+ *   a verbs_qp with it set, and NULL without it.
+ *
+ * The context is real (libibverbs allocates it) but has no device behind
+ * it: its command fd is /dev/null and no command is ever sent.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/ib_user_ioctl_verbs.h>
+
+#include "verbs_provider.h"
+
+static int failures;
+
+static void result(bool ok, const char *name)
+{
+	printf("%s %s\n", ok ? "PASS" : "FAIL", name);
+	failures += !ok;
+}
+
+struct probe_context {
+	struct verbs_context vctx;
+};
+
+static void probe_uninit(struct verbs_device *vdev)
+{
+}
+
+static const struct verbs_device_ops probe_dev_ops = {
+	.name = "viw-test-ops",
+	.uninit_device = probe_uninit,
+};
+
+static struct ibv_pd *marker_parent_domain(struct ibv_context *ctx,
+					   struct ibv_parent_domain_init_attr *a)
+{
+	return NULL;
+}
+
+static struct ibv_qp *marker_create_qp_ex(struct ibv_context *ctx,
+					  struct ibv_qp_init_attr_ex *attr)
+{
+	return NULL;
+}
+
+/* One op set alone must appear in the public field libibverbs calls. */
+static void check_public_ops(struct verbs_device *vdev)
+{
+	struct verbs_context_ops ops;
+	struct probe_context *pc;
+	int fd = open("/dev/null", O_RDWR);
+
+	pc = verbs_init_and_alloc_context(&vdev->device, fd,
+					  struct probe_context, vctx,
+					  RDMA_DRIVER_UNKNOWN);
+	if (!pc) {
+		result(false, "libibverbs allocates a context");
+		return;
+	}
+	result(pc->vctx.alloc_parent_domain != marker_parent_domain &&
+	       pc->vctx.create_qp_ex != marker_create_qp_ex,
+	       "stubs before verbs_set_ops");
+
+	memset(&ops, 0, sizeof(ops));
+	ops.alloc_parent_domain = marker_parent_domain;
+	verbs_set_ops(&pc->vctx, &ops);
+	result(pc->vctx.alloc_parent_domain == marker_parent_domain,
+	       "verbs_context_ops.alloc_parent_domain at libibverbs' offset");
+
+	memset(&ops, 0, sizeof(ops));
+	ops.create_qp_ex = marker_create_qp_ex;
+	verbs_set_ops(&pc->vctx, &ops);
+	result(pc->vctx.create_qp_ex == marker_create_qp_ex,
+	       "verbs_context_ops.create_qp_ex at libibverbs' offset");
+
+	verbs_uninit_context(&pc->vctx);
+	free(pc);
+}
+
+static void check_qp_ex_bit(void)
+{
+	struct verbs_qp vqp;
+
+	memset(&vqp, 0, sizeof(vqp));
+	result(ibv_qp_to_qp_ex(&vqp.qp) == NULL,
+	       "ibv_qp_to_qp_ex: NULL for a plain QP");
+	vqp.comp_mask = VERBS_QP_EX;
+	result(ibv_qp_to_qp_ex(&vqp.qp) == &vqp.qp_ex,
+	       "ibv_qp_to_qp_ex: the QP with VERBS_QP_EX");
+}
+
+int main(void)
+{
+	struct verbs_device *vdev = calloc(1, sizeof(*vdev));
+
+	if (!vdev)
+		return 1;
+	vdev->ops = &probe_dev_ops;
+	/* Ours: the context's hold and put never bring it to zero. */
+	atomic_init(&vdev->refcount, 1);
+	check_public_ops(vdev);
+	check_qp_ex_bit();
+	free(vdev);
+	return failures ? 1 : 0;
+}
