@@ -32,6 +32,7 @@
 #define VIW_MAX_CQE		65536
 #define VIW_MAX_PD		8192
 #define VIW_MAX_MR		65536
+#define VIW_MAX_MW		65536
 #define VIW_MAX_SRQ		1024
 #define VIW_MAX_SRQ_WR		8192
 #define VIW_MAX_ORD		32
@@ -64,6 +65,7 @@ enum viw_obj_type {
 	VIW_OBJ_CQ,
 	VIW_OBJ_QP,
 	VIW_OBJ_SRQ,
+	VIW_OBJ_MW,
 	VIW_OBJ_MAX
 };
 
@@ -108,7 +110,8 @@ struct viw_device {
 	u8 mac[ETH_ALEN];		/* the netdev's address: the GID */
 
 	struct xarray qp_xa;		/* qp_num -> struct viw_qp */
-	struct xarray mr_xa;		/* STag index -> struct viw_mr */
+	/* STag index -> MR or window (viw_mem.c) */
+	struct xarray mr_xa;
 	u32 next_qp_id;
 	u32 next_mr_index;
 
@@ -182,8 +185,17 @@ struct viw_mr {
 	 * the memory: dereg_mr does not wait for a peer that holds it.
 	 */
 	refcount_t ref;
+	atomic_t num_mw;		/* windows bound to it */
 	struct work_struct free_work;
 	struct rcu_head rcu;
+};
+
+struct viw_window;
+
+/* A memory window (viw_mw.c); its state lives in the window object. */
+struct viw_mw {
+	struct ib_mw ibmw;
+	struct viw_window *win;
 };
 
 struct viw_cq {
@@ -348,6 +360,7 @@ struct viw_qp_ib_attrs {
 struct viw_qp {
 	struct ib_qp ibqp;
 	struct viw_device *vdev;
+	u64 uid;			/* never reused, unlike qp_num */
 	struct viw_cq *scq;
 	struct viw_cq *rcq;
 	struct viw_srq *srq;
@@ -544,7 +557,22 @@ void viw_mmap_free(struct rdma_user_mmap_entry *entry);
 int viw_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 int viw_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 
-/* viw_mem.c */
+/*
+ * viw_mem.c: an STag is a 24-bit index into mr_xa and an 8-bit key.  The
+ * entry is a struct viw_mr, or a struct viw_window tagged VIW_STAG_MW.
+ */
+#define VIW_STAG_KEY_BITS	8
+#define VIW_STAG_MW		1
+
+static inline u32 viw_stag_index(u32 stag)
+{
+	return stag >> VIW_STAG_KEY_BITS;
+}
+
+int viw_stag_alloc(struct viw_device *vdev, void *entry, u32 *index);
+bool viw_stag_is_mr(struct viw_device *vdev, u32 stag);
+bool viw_mr_covers(const struct viw_mr *mr, u64 addr, u64 len);
+bool viw_mr_hold_for_mw(struct viw_device *vdev, struct viw_mr *mr);
 int viw_mem_init(void);
 void viw_mem_exit(void);
 void viw_mem_flush(void);
@@ -552,6 +580,18 @@ struct ib_mr *viw_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 			      u64 iova, int access, struct ib_udata *udata);
 struct ib_mr *viw_get_dma_mr(struct ib_pd *pd, int access);
 int viw_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *viw_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				u64 length, u64 iova, int access,
+				struct ib_pd *pd, struct ib_udata *udata);
+int viw_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int viw_dealloc_mw(struct ib_mw *ibmw);
+u8 viw_mw_bind(struct viw_qp *qp, const struct viw_sqe *sqe);
+u8 viw_mw_local_inv(struct viw_qp *qp, u32 stag);
+int viw_mw_remote_inv(struct viw_qp *qp, u32 stag,
+		      struct viw_term_cause *cause);
+struct viw_mr *viw_mr_get_remote(struct viw_qp *qp, u32 stag, int access,
+				 u64 addr, u32 len,
+				 struct viw_term_cause *cause);
 int viw_check_sge(struct viw_device *vdev, struct ib_pd *pd,
 		  const struct viw_sge *sge, int access);
 struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,

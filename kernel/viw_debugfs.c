@@ -36,6 +36,7 @@ static int viw_objects_show(struct seq_file *m, void *unused)
 		[VIW_OBJ_CQ] = "cq",
 		[VIW_OBJ_QP] = "qp",
 		[VIW_OBJ_SRQ] = "srq",
+		[VIW_OBJ_MW] = "mw",
 	};
 	struct viw_device *vdev = m->private;
 	int i;

@@ -44,6 +44,9 @@ int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->max_cq = VIW_MAX_CQ;
 	attr->max_cqe = VIW_MAX_CQE;
 	attr->max_mr = VIW_MAX_MR;
+	attr->max_mw = VIW_MAX_MW;
+	attr->device_cap_flags = IB_DEVICE_MEM_WINDOW |
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
 	attr->max_pd = VIW_MAX_PD;
 	attr->max_qp_rd_atom = VIW_MAX_IRD;
 	attr->max_qp_init_rd_atom = VIW_MAX_ORD;

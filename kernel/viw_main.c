@@ -44,6 +44,7 @@ bool viw_obj_get(struct viw_device *vdev, enum viw_obj_type type)
 		[VIW_OBJ_CQ] = VIW_MAX_CQ,
 		[VIW_OBJ_QP] = VIW_MAX_QP,
 		[VIW_OBJ_SRQ] = VIW_MAX_SRQ,
+		[VIW_OBJ_MW] = VIW_MAX_MW,
 	};
 
 	return atomic_add_unless(&vdev->obj_count[type], 1, limits[type]);
@@ -80,12 +81,14 @@ static const struct ib_device_ops viw_device_ops = {
 	.device_group = &viw_attr_group,
 
 	.alloc_hw_port_stats = viw_alloc_hw_port_stats,
+	.alloc_mw = viw_alloc_mw,
 	.alloc_pd = viw_alloc_pd,
 	.alloc_ucontext = viw_alloc_ucontext,
 	.create_cq = viw_create_cq,
 	.create_qp = viw_create_qp,
 	.create_srq = viw_create_srq,
 	.dealloc_driver = viw_dealloc_driver,
+	.dealloc_mw = viw_dealloc_mw,
 	.dealloc_pd = viw_dealloc_pd,
 	.dealloc_ucontext = viw_dealloc_ucontext,
 	.dereg_mr = viw_dereg_mr,
@@ -124,8 +127,10 @@ static const struct ib_device_ops viw_device_ops = {
 	.query_srq = viw_query_srq,
 	.reg_user_mr = viw_reg_user_mr,
 	.req_notify_cq = viw_req_notify_cq,
+	.rereg_user_mr = viw_rereg_user_mr,
 
 	INIT_RDMA_OBJ_SIZE(ib_cq, viw_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, viw_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, viw_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, viw_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, viw_srq, ibsrq),

@@ -2,7 +2,8 @@
 /*
  * viw: memory regions and STags.
  *
- * An STag is a 24-bit index into the device's MR table and an 8-bit key.
+ * An STag is a 24-bit index into the device's MR table and an 8-bit key
+ * (viw.h); memory windows (viw_mw.c) take their STags from the same table.
  * The index part is handed out cyclically so that a freed STag is not
  * reused soon; the key part is random, so that a stale or guessed STag
  * whose index was reused still fails the check.
@@ -25,23 +26,61 @@
 
 #include "viw.h"
 
-#define VIW_STAG_KEY_BITS	8
 #define VIW_STAG_INDEX_MAX	((1U << (32 - VIW_STAG_KEY_BITS)) - 1)
 
 /* Releases MR memory after the last put; drained before a device goes. */
 static struct workqueue_struct *viw_mem_wq;
 
-static inline u32 viw_stag_index(u32 stag)
-{
-	return stag >> VIW_STAG_KEY_BITS;
-}
-
-static bool viw_mr_covers(const struct viw_mr *mr, u64 addr, u32 len)
+bool viw_mr_covers(const struct viw_mr *mr, u64 addr, u64 len)
 {
 	u64 end = addr + len;
 
 	return end >= addr && addr >= mr->iova &&
 	       end - mr->iova <= mr->length;
+}
+
+/* Give @entry (an MR, or a tagged window) an STag index. */
+int viw_stag_alloc(struct viw_device *vdev, void *entry, u32 *index)
+{
+	int rv;
+
+	rv = xa_alloc_cyclic(&vdev->mr_xa, index, entry,
+			     XA_LIMIT(1, VIW_STAG_INDEX_MAX),
+			     &vdev->next_mr_index, GFP_KERNEL);
+	return rv < 0 ? rv : 0;
+}
+
+/* The MR of @stag's index, under RCU; NULL for a window or nothing. */
+static struct viw_mr *viw_mr_load(struct viw_device *vdev, u32 stag)
+{
+	void *entry = xa_load(&vdev->mr_xa, viw_stag_index(stag));
+
+	return xa_pointer_tag(entry) ? NULL : entry;
+}
+
+/* Does @stag name a registered MR?  Caller holds the RCU read lock. */
+bool viw_stag_is_mr(struct viw_device *vdev, u32 stag)
+{
+	struct viw_mr *mr = viw_mr_load(vdev, stag);
+
+	return mr && mr->ibmr.lkey == stag;
+}
+
+/*
+ * A window is being bound to @mr: count it, unless dereg_mr or rereg
+ * took the MR out of the table meanwhile.  The table's lock orders this
+ * against their check of num_mw.
+ */
+bool viw_mr_hold_for_mw(struct viw_device *vdev, struct viw_mr *mr)
+{
+	bool held;
+
+	xa_lock(&vdev->mr_xa);
+	held = xa_load(&vdev->mr_xa, viw_stag_index(mr->ibmr.lkey)) == mr;
+	if (held)
+		atomic_inc(&mr->num_mw);
+	xa_unlock(&vdev->mr_xa);
+	return held;
 }
 
 static int viw_mr_add(struct viw_device *vdev, struct viw_mr *mr)
@@ -50,10 +89,8 @@ static int viw_mr_add(struct viw_device *vdev, struct viw_mr *mr)
 	u32 stag;
 	int rv;
 
-	rv = xa_alloc_cyclic(&vdev->mr_xa, &index, mr,
-			     XA_LIMIT(1, VIW_STAG_INDEX_MAX),
-			     &vdev->next_mr_index, GFP_KERNEL);
-	if (rv < 0)
+	rv = viw_stag_alloc(vdev, mr, &index);
+	if (rv)
 		return rv;
 	stag = (index << VIW_STAG_KEY_BITS) | get_random_u8();
 	mr->ibmr.lkey = stag;
@@ -189,16 +226,115 @@ struct ib_mr *viw_get_dma_mr(struct ib_pd *pd, int access)
 	return &mr->ibmr;
 }
 
+/*
+ * Take @mr's STag out of the table, unless windows are bound to it
+ * (IBA 10.6.7.2.4: deregistering such an MR fails).  A rereg that
+ * replaced the MR took it out already.
+ */
+static int viw_mr_unpublish(struct viw_device *vdev, struct viw_mr *mr)
+{
+	u32 index = viw_stag_index(mr->ibmr.lkey);
+	int rv = 0;
+
+	xa_lock(&vdev->mr_xa);
+	if (atomic_read(&mr->num_mw))
+		rv = -EBUSY;
+	else if (xa_load(&vdev->mr_xa, index) == mr)
+		__xa_erase(&vdev->mr_xa, index);
+	xa_unlock(&vdev->mr_xa);
+	return rv;
+}
+
 int viw_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct viw_device *vdev = to_viw_dev(ibmr->device);
 	struct viw_mr *mr = to_viw_mr(ibmr);
+	int rv;
 
 	/* Lookups fail from now on; users that hold it keep the memory. */
-	xa_erase(&vdev->mr_xa, viw_stag_index(ibmr->lkey));
+	rv = viw_mr_unpublish(vdev, mr);
+	if (rv)
+		return rv;
 	if (refcount_dec_and_test(&mr->ref))
 		viw_mr_free(vdev, mr);
 	return 0;
+}
+
+/* Rights that need the pages pinned for writing (ib_access_writable). */
+#define VIW_ACCESS_WRITABLE \
+	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+	 IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_MW_BIND)
+
+/*
+ * Change access or PD in place: the pages stay and so does the STag.
+ * The core sets ibmr.pd itself once this returns.
+ */
+static int viw_mr_modify(struct viw_device *vdev, struct viw_mr *mr,
+			 int access)
+{
+	int rv = 0;
+
+	xa_lock(&vdev->mr_xa);
+	if (atomic_read(&mr->num_mw))
+		rv = -EBUSY;
+	else
+		WRITE_ONCE(mr->access, access);
+	xa_unlock(&vdev->mr_xa);
+	return rv;
+}
+
+/**
+ * viw_rereg_user_mr - ibv_rereg_mr
+ * @ibmr: the MR
+ * @flags: IB_MR_REREG_* (the core checked them)
+ * @start: new user address (IB_MR_REREG_TRANS)
+ * @length: new length (IB_MR_REREG_TRANS)
+ * @iova: new I/O virtual address (IB_MR_REREG_TRANS)
+ * @access: new rights (IB_MR_REREG_ACCESS; the core checked them)
+ * @pd: the PD the MR will belong to
+ * @udata: driver data, none
+ *
+ * A new translation, or rights that need the pages pinned for writing
+ * when they were not, make a new MR with new pages and a new STag: the
+ * core then deregisters the old one, whose pages stay with any peer
+ * that still holds them, as after dereg_mr.  Anything else is changed
+ * in place.  An MR with bound windows is not changed (IBA 10.6.7.2.4).
+ *
+ * Return: NULL if changed in place, the new MR, or an ERR_PTR.
+ */
+struct ib_mr *viw_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				u64 length, u64 iova, int access,
+				struct ib_pd *pd, struct ib_udata *udata)
+{
+	struct viw_device *vdev = to_viw_dev(ibmr->device);
+	struct viw_mr *mr = to_viw_mr(ibmr);
+	struct ib_mr *new;
+	int rv;
+
+	if (!mr->umem || (udata && (udata->inlen || udata->outlen)))
+		return ERR_PTR(-EINVAL);
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = mr->access;
+	if (!(flags & IB_MR_REREG_TRANS) &&
+	    (!(access & VIW_ACCESS_WRITABLE) || mr->umem->writable)) {
+		rv = viw_mr_modify(vdev, mr, access);
+		return rv ? ERR_PTR(rv) : NULL;
+	}
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		start = mr->umem->address;
+		length = mr->length;
+		iova = mr->iova;
+	}
+	new = viw_reg_user_mr(pd, start, length, iova, access, udata);
+	if (IS_ERR(new))
+		return new;
+	/* The old STag goes now, so that no window is bound to it any more. */
+	rv = viw_mr_unpublish(vdev, mr);
+	if (rv) {
+		viw_dereg_mr(new, udata);
+		return ERR_PTR(rv);
+	}
+	return new;
 }
 
 /* Drop a data path reference; may be called in any context. */
@@ -229,7 +365,8 @@ struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
 	cause->layer = VIW_TERM_DDP;
 	cause->etype = VIW_DDP_ET_TAGGED;
 	rcu_read_lock();
-	mr = xa_load(&vdev->mr_xa, viw_stag_index(stag));
+	/* A window's STag is no lkey, and serves viw_mr_get_remote() only. */
+	mr = viw_mr_load(vdev, stag);
 	if (!mr || mr->ibmr.lkey != stag || !refcount_inc_not_zero(&mr->ref)) {
 		cause->ecode = VIW_DDP_EC_T_INVALID_STAG;
 		mr = NULL;
@@ -240,7 +377,7 @@ struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
 
 	if (mr->ibmr.pd != pd || !mr->pages) {
 		cause->ecode = VIW_DDP_EC_T_STAG_NOT_ASSOC;
-	} else if ((mr->access & access) != access) {
+	} else if ((READ_ONCE(mr->access) & access) != access) {
 		cause->layer = VIW_TERM_RDMAP;
 		cause->etype = VIW_RDMAP_ET_REMOTE_PROT;
 		cause->ecode = VIW_RDMAP_EC_ACCESS;

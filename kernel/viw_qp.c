@@ -94,6 +94,9 @@ err_sq:
 	return rv;
 }
 
+/* Identifies a QP for its type 2 windows, which outlive qp_num's reuse. */
+static atomic64_t viw_qp_uid_seq = ATOMIC64_INIT(0);
+
 int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		  struct ib_udata *udata)
 {
@@ -115,6 +118,7 @@ int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		return -ENOMEM;
 
 	qp->vdev = vdev;
+	qp->uid = atomic64_inc_return(&viw_qp_uid_seq);
 	qp->scq = to_viw_cq(attr->send_cq);
 	qp->rcq = to_viw_cq(attr->recv_cq);
 	qp->srq = attr->srq ? to_viw_srq(attr->srq) : NULL;

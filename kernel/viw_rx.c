@@ -161,9 +161,9 @@ static int viw_rx_start_write(struct viw_qp *qp)
 	/* A zero-length WRITE places nothing; its STag is not checked. */
 	if (!rx->payload_len)
 		return 0;
-	rx->mr = viw_mr_get(qp->vdev, qp->ibqp.pd, rx->ddp.stag,
-			    IB_ACCESS_REMOTE_WRITE, rx->ddp.to,
-			    rx->payload_len, &qp->term.cause);
+	rx->mr = viw_mr_get_remote(qp, rx->ddp.stag, IB_ACCESS_REMOTE_WRITE,
+				   rx->ddp.to, rx->payload_len,
+				   &qp->term.cause);
 	if (!rx->mr) {
 		viw_term_tagged_cause(&qp->term.cause, rx->ddp.to,
 				      rx->payload_len, false);
@@ -236,9 +236,10 @@ static int viw_rx_read_req(struct viw_qp *qp)
 	viw_read_req_decode(rx->hdr + VIW_MPA_LEN_SIZE +
 			    VIW_DDP_UNTAGGED_HDR_LEN, &ent.req);
 	if (ent.req.size) {
-		ent.mr = viw_mr_get(qp->vdev, qp->ibqp.pd, ent.req.src_stag,
-				    IB_ACCESS_REMOTE_READ, ent.req.src_to,
-				    ent.req.size, &qp->term.cause);
+		ent.mr = viw_mr_get_remote(qp, ent.req.src_stag,
+					   IB_ACCESS_REMOTE_READ,
+					   ent.req.src_to, ent.req.size,
+					   &qp->term.cause);
 		if (!ent.mr) {
 			/* RDMAP, not DDP, checks a READ's source */
 			viw_term_tagged_cause(&qp->term.cause, ent.req.src_to,
@@ -598,6 +599,26 @@ static void viw_rx_terminate(struct viw_qp *qp)
 }
 
 /*
+ * The last segment of a SEND arrived.  A SEND with Invalidate first
+ * invalidates the STag it names (RFC 5040 §5.3): if that is not allowed,
+ * the receive completes in error and the QP sends a TERMINATE.
+ */
+static int viw_rx_end_send(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->rx;
+	u8 op = rx->ddp.opcode;
+
+	rx->msn_send++;
+	if ((op == VIW_RDMAP_SEND_INV || op == VIW_RDMAP_SEND_SE_INV) &&
+	    viw_mw_remote_inv(qp, rx->ddp.inv_stag, &qp->term.cause)) {
+		viw_rx_complete_rqe(qp, VIW_CQE_REM_INV_REQ_ERR);
+		return -EPROTO;
+	}
+	viw_rx_complete_rqe(qp, VIW_CQE_SUCCESS);
+	return 0;
+}
+
+/*
  * Everything of a segment arrived and checked: act on it.  Returns
  * -EPROTO, with the cause set, for an atomic to be refused.
  */
@@ -627,10 +648,8 @@ static int viw_rx_end_segment(struct viw_qp *qp)
 	case VIW_RDMAP_SEND_INV:
 	case VIW_RDMAP_SEND_SE_INV:
 		rx->msg_len += rx->payload_len;
-		if (rx->ddp.last) {
-			rx->msn_send++;
-			viw_rx_complete_rqe(qp, VIW_CQE_SUCCESS);
-		}
+		if (rx->ddp.last)
+			return viw_rx_end_send(qp);
 		break;
 	case VIW_RDMAP_TERMINATE:
 		viw_rx_terminate(qp);
@@ -647,6 +666,7 @@ static int viw_rx_trailer(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 	struct viw_rx *rx = &qp->rx;
 	u32 n = min(avail, rx->tr_need - rx->tr_got);
 	u32 pad = rx->tr_need - VIW_MPA_CRC_SIZE;
+	int rv;
 
 	if (skb_copy_bits(skb, off, rx->trailer + rx->tr_got, n))
 		return -EFAULT;
@@ -663,8 +683,9 @@ static int viw_rx_trailer(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 			return -EPROTO;
 		}
 	}
-	if (viw_rx_end_segment(qp))
-		return -EPROTO;
+	rv = viw_rx_end_segment(qp);
+	if (rv)
+		return rv;
 	rx->stage = rx->stage == VIW_RX_DEAD ? VIW_RX_DEAD : VIW_RX_HDR;
 	rx->hdr_got = 0;
 	rx->hdr_need = 0;

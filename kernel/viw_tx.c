@@ -231,6 +231,42 @@ static u8 viw_tx_check_atomic(struct viw_qp *qp, struct viw_tx_wqe *tx)
 	return VIW_CQE_SUCCESS;
 }
 
+/* A WQE that changes local state and sends nothing. */
+static bool viw_tx_wqe_is_local(const struct viw_sqe *sqe)
+{
+	return sqe->opcode == VIW_OP_BIND_MW || sqe->opcode == VIW_OP_LOCAL_INV;
+}
+
+/*
+ * Execute a bind or a Local Invalidate.  The engine takes WQEs in order,
+ * so every WQE posted before it has gone to the wire, and none after it
+ * has (IBA 10.6.7: binds and invalidations are ordered like other WRs).
+ * A failure completes it in error and takes the QP to ERROR.  Returns
+ * whether it succeeded.
+ */
+static bool viw_tx_local_op(struct viw_qp *qp)
+{
+	struct viw_tx_wqe *tx = &qp->tx;
+	u8 status;
+
+	if (tx->sqe.opcode == VIW_OP_BIND_MW)
+		status = viw_mw_bind(qp, &tx->sqe);
+	else
+		status = viw_mw_local_inv(qp, tx->sqe.inv_stag);
+	tx->active = false;
+	viw_sq_complete(qp, tx->index, status);
+	if (status != VIW_CQE_SUCCESS) {
+		ibdev_info_ratelimited(qp->ibqp.device,
+				       "QP %u: %s WQE %u failed: status %u\n",
+				       qp->ibqp.qp_num,
+				       tx->sqe.opcode == VIW_OP_BIND_MW ?
+				       "bind" : "local invalidate",
+				       tx->index, status);
+		viw_qp_fail(qp, NULL);
+	}
+	return status == VIW_CQE_SUCCESS;
+}
+
 /* Check the copied WQE; returns VIW_CQE_SUCCESS or its error status. */
 static u8 viw_tx_check_wqe(struct viw_qp *qp, struct viw_tx_wqe *tx)
 {
@@ -243,6 +279,11 @@ static u8 viw_tx_check_wqe(struct viw_qp *qp, struct viw_tx_wqe *tx)
 		return VIW_CQE_LOC_QP_OP_ERR;
 	if (viw_op_is_atomic(sqe->opcode))
 		return viw_tx_check_atomic(qp, tx);
+	if (viw_tx_wqe_is_local(sqe)) {
+		tx->len = 0;
+		return sqe->flags & VIW_WQE_INLINE ? VIW_CQE_LOC_QP_OP_ERR :
+						     VIW_CQE_SUCCESS;
+	}
 	if (sqe->flags & VIW_WQE_INLINE) {
 		if (sqe->opcode == VIW_OP_READ ||
 		    sqe->inline_len > VIW_MAX_INLINE)
@@ -612,6 +653,9 @@ static int viw_tx_step(struct viw_qp *qp)
 	}
 	if (!viw_tx_wqe_ready(qp))
 		return 0;
+	/* After a failure, nothing more goes out: the QP goes to ERROR. */
+	if (viw_tx_wqe_is_local(&qp->tx.sqe))
+		return viw_tx_local_op(qp) ? 1 : 0;
 	if (qp->tx.sqe.opcode == VIW_OP_READ)
 		rv = viw_tx_read_req(qp);
 	else if (viw_op_is_atomic(qp->tx.sqe.opcode))

@@ -126,6 +126,10 @@ static u8 viw_sqe_cqe_opcode(const struct viw_sqe *sqe)
 		return VIW_CQE_OP_COMP_SWAP;
 	case VIW_OP_ATOMIC_FETCH_ADD:
 		return VIW_CQE_OP_FETCH_ADD;
+	case VIW_OP_BIND_MW:
+		return VIW_CQE_OP_BIND_MW;
+	case VIW_OP_LOCAL_INV:
+		return VIW_CQE_OP_LOCAL_INV;
 	default:
 		return VIW_CQE_OP_SEND;
 	}

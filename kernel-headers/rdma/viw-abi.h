@@ -24,7 +24,7 @@
 #include <linux/types.h>
 
 /* Reported as the uverbs ABI version and in the alloc_ucontext response. */
-#define VIW_ABI_VERSION 1
+#define VIW_ABI_VERSION 2
 
 /* Value of the ibdev sysfs attribute "hca_type" that identifies viw. */
 #define VIW_HCA_TYPE "viw"
@@ -98,7 +98,9 @@ enum viw_sq_opcode {
 	VIW_OP_READ = 3,
 	VIW_OP_ATOMIC_CMP_SWP = 4,
 	VIW_OP_ATOMIC_FETCH_ADD = 5,
-	VIW_OP_MAX = VIW_OP_ATOMIC_FETCH_ADD,
+	VIW_OP_BIND_MW = 6,	/* bind: the window's new STag in rkey */
+	VIW_OP_LOCAL_INV = 7,	/* invalidate the window named by inv_stag */
+	VIW_OP_MAX = VIW_OP_LOCAL_INV,
 };
 
 /*
@@ -113,22 +115,44 @@ struct viw_sqe_atomic {
 	__aligned_u64 swap;		/* CMP_SWP only */
 };
 
+/* Rights a VIW_OP_BIND_MW gives the window (struct viw_bind_mw.access). */
+enum viw_mw_access {
+	VIW_MW_REMOTE_READ = 1 << 0,
+	VIW_MW_REMOTE_WRITE = 1 << 1,
+	VIW_MW_REMOTE_ATOMIC = 1 << 2,
+};
+
+/*
+ * VIW_OP_BIND_MW: bind the window whose STag index is that of sqe.rkey,
+ * with sqe.rkey as its new STag, to [addr, addr + length) of the MR
+ * mr_lkey.  A length of 0 unbinds it.  It is stored in the bytes of
+ * sqe.sge[] (copied, not aliased: C99 has no anonymous unions).
+ */
+struct viw_bind_mw {
+	__aligned_u64 addr;
+	__aligned_u64 length;
+	__u32 mr_lkey;
+	__u32 access;		/* enum viw_mw_access */
+};
+
 /*
  * Send queue element.  For VIW_WQE_INLINE the data (at most
  * VIW_MAX_INLINE bytes) is stored in place of sge[] and inline_len gives
- * its length; an atomic WQE holds struct viw_sqe_atomic there; otherwise
- * num_sge entries of sge[] are used.
+ * its length; an atomic WQE holds struct viw_sqe_atomic there, a bind
+ * struct viw_bind_mw; otherwise num_sge entries of sge[] are used.
  */
 struct viw_sqe {
 	__aligned_u64 wr_id;
 	__u16 flags;		/* enum viw_wqe_flags */
 	__u8 opcode;		/* enum viw_sq_opcode */
 	__u8 num_sge;
-	__u32 inv_stag;		/* VIW_OP_SEND_INV: STag to invalidate */
+	__u32 inv_stag;		/* SEND_INV, LOCAL_INV: STag to invalidate */
 	__aligned_u64 raddr;	/* WRITE, READ, atomics: remote address */
-	__u32 rkey;		/* WRITE, READ, atomics: remote STag */
+	__u32 rkey;		/* WRITE, READ, atomics: remote STag;
+				 * BIND_MW: the window's new STag */
 	__u32 inline_len;
-	struct viw_sge sge[VIW_MAX_SGE];	/* or struct viw_sqe_atomic */
+	/* or a struct viw_sqe_atomic, or a struct viw_bind_mw */
+	struct viw_sge sge[VIW_MAX_SGE];
 };
 
 /* Receive queue element, used by the RQ and the SRQ. */
@@ -155,6 +179,8 @@ enum viw_cqe_opcode {
 	VIW_CQE_OP_RECV = 3,
 	VIW_CQE_OP_COMP_SWAP = 4,
 	VIW_CQE_OP_FETCH_ADD = 5,
+	VIW_CQE_OP_BIND_MW = 6,
+	VIW_CQE_OP_LOCAL_INV = 7,
 };
 
 enum viw_cqe_status {
@@ -169,7 +195,8 @@ enum viw_cqe_status {
 	VIW_CQE_REM_ACCESS_ERR = 8,
 	VIW_CQE_REM_OP_ERR = 9,
 	VIW_CQE_GENERAL_ERR = 10,
-	VIW_CQE_STATUS_MAX = VIW_CQE_GENERAL_ERR,
+	VIW_CQE_MW_BIND_ERR = 11,
+	VIW_CQE_STATUS_MAX = VIW_CQE_MW_BIND_ERR,
 };
 
 struct viw_cqe {

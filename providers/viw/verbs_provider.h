@@ -131,7 +131,7 @@ struct verbs_mr;
 struct verbs_context_ops {
 	verbs_unused_op advise_mr;
 	verbs_unused_op alloc_dm;
-	verbs_unused_op alloc_mw;
+	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	verbs_unused_op alloc_null_mr;
 	struct ibv_pd *(*alloc_parent_domain)(
 		struct ibv_context *context,
@@ -141,7 +141,8 @@ struct verbs_context_ops {
 	verbs_unused_op async_event;
 	verbs_unused_op attach_counters_point_flow;
 	verbs_unused_op attach_mcast;
-	verbs_unused_op bind_mw;
+	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw,
+		       struct ibv_mw_bind *mw_bind);
 	verbs_unused_op close_xrcd;
 	verbs_unused_op cq_event;
 	verbs_unused_op create_ah;
@@ -162,7 +163,7 @@ struct verbs_context_ops {
 				      struct ibv_srq_init_attr *attr);
 	verbs_unused_op create_srq_ex;
 	verbs_unused_op create_wq;
-	verbs_unused_op dealloc_mw;
+	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	verbs_unused_op dealloc_td;
 	int (*dereg_mr)(struct verbs_mr *vmr);
@@ -218,7 +219,8 @@ struct verbs_context_ops {
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
-	verbs_unused_op rereg_mr;
+	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			void *addr, size_t length, int access);
 	verbs_unused_op resize_cq;
 	verbs_unused_op set_ece;
 	verbs_unused_op unimport_dm;
@@ -271,6 +273,7 @@ struct verbs_qp {
 		       sizeof(struct kabi),				\
 		       "padding in struct ibv_" #name)
 
+VERBS_WRITE_CMD(alloc_mw, ib_uverbs_alloc_mw);
 VERBS_WRITE_CMD(alloc_pd, ib_uverbs_alloc_pd);
 VERBS_WRITE_CMD(create_cq, ib_uverbs_create_cq);
 VERBS_WRITE_CMD(create_qp, ib_uverbs_create_qp);
@@ -282,6 +285,7 @@ VERBS_WRITE_CMD(query_port, ib_uverbs_query_port);
 VERBS_WRITE_CMD(query_qp, ib_uverbs_query_qp);
 VERBS_WRITE_CMD(query_srq, ib_uverbs_query_srq);
 VERBS_WRITE_CMD(reg_mr, ib_uverbs_reg_mr);
+VERBS_WRITE_CMD(rereg_mr, ib_uverbs_rereg_mr);
 
 /*
  * Context setup.  alloc_size bytes are allocated and zeroed; the struct
@@ -328,6 +332,16 @@ int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		   struct ibv_reg_mr *cmd, size_t cmd_size,
 		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
+int ibv_cmd_rereg_mr(struct verbs_mr *vmr, uint32_t flags, void *addr,
+		     size_t length, uint64_t hca_va, int access,
+		     struct ibv_pd *pd, struct ibv_rereg_mr *cmd,
+		     size_t cmd_sz, struct ib_uverbs_rereg_mr_resp *resp,
+		     size_t resp_sz);
+int ibv_cmd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type,
+		     struct ibv_mw *mw, struct ibv_alloc_mw *cmd,
+		     size_t cmd_size,
+		     struct ib_uverbs_alloc_mw_resp *resp, size_t resp_size);
+int ibv_cmd_dealloc_mw(struct ibv_mw *mw);
 int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      struct ibv_comp_channel *channel, int comp_vector,
 		      struct ibv_cq *cq, struct ibv_create_cq *cmd,

@@ -19,13 +19,16 @@
 static void viw_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops viw_context_ops = {
+	.alloc_mw = viw_alloc_mw,
 	.alloc_parent_domain = viw_alloc_parent_domain,
 	.alloc_pd = viw_alloc_pd,
+	.bind_mw = viw_bind_mw,
 	.create_cq = viw_create_cq,
 	.create_cq_ex = viw_create_cq_ex,
 	.create_qp = viw_create_qp,
 	.create_qp_ex = viw_create_qp_ex,
 	.create_srq = viw_create_srq,
+	.dealloc_mw = viw_dealloc_mw,
 	.dealloc_pd = viw_dealloc_pd,
 	.dereg_mr = viw_dereg_mr,
 	.destroy_cq = viw_destroy_cq,
@@ -44,6 +47,7 @@ static const struct verbs_context_ops viw_context_ops = {
 	.query_srq = viw_query_srq,
 	.reg_mr = viw_reg_mr,
 	.req_notify_cq = viw_req_notify_cq,
+	.rereg_mr = viw_rereg_mr,
 };
 
 struct viw_alloc_ctx_resp {

@@ -141,6 +141,10 @@ int viw_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *viw_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 			  uint64_t hca_va, int access);
 int viw_dereg_mr(struct verbs_mr *vmr);
+int viw_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+		 void *addr, size_t length, int access);
+struct ibv_mw *viw_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int viw_dealloc_mw(struct ibv_mw *mw);
 struct ibv_cq *viw_create_cq(struct ibv_context *ctx, int cqe,
 			     struct ibv_comp_channel *channel, int comp_vector);
 struct ibv_cq_ex *viw_create_cq_ex(struct ibv_context *ctx,
@@ -165,6 +169,8 @@ int viw_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr);
 int viw_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr);
+int viw_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		struct ibv_mw_bind *mw_bind);
 int viw_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad_wr);
 int viw_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);

@@ -13,6 +13,7 @@
  * before it takes its last look at the rings: either the kernel sees the
  * new WQEs or the provider sees the flag.
  */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -50,6 +51,12 @@ static int viw_sq_opcode(enum ibv_wr_opcode opcode, uint8_t *op)
 		return 0;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		*op = VIW_OP_ATOMIC_FETCH_ADD;
+		return 0;
+	case IBV_WR_BIND_MW:
+		*op = VIW_OP_BIND_MW;
+		return 0;
+	case IBV_WR_LOCAL_INV:
+		*op = VIW_OP_LOCAL_INV;
 		return 0;
 	default:
 		return EINVAL;
@@ -107,6 +114,41 @@ static int viw_check_atomic_wr(const struct ibv_send_wr *wr)
 	return 0;
 }
 
+/* IBV_ACCESS_LOCAL_WRITE is allowed and means nothing for a window. */
+#define VIW_MW_IBV_ACCESS \
+	(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | \
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE)
+
+/*
+ * A bind names its window by the index part of the new rkey (the key
+ * part, the low 8 bits, is the consumer's), so the two must agree.
+ * Zero-based windows are not supported.
+ */
+static int viw_check_bind(const struct ibv_mw *mw, uint32_t rkey,
+			  const struct ibv_mw_bind_info *info)
+{
+	if (!mw || (rkey >> 8) != (mw->rkey >> 8))
+		return EINVAL;
+	if (info->mw_access_flags & ~VIW_MW_IBV_ACCESS)
+		return EINVAL;
+	if (!info->mr && (info->addr || info->length))
+		return EINVAL;
+	return 0;
+}
+
+static uint32_t viw_mw_access(unsigned int ibv_access)
+{
+	uint32_t access = 0;
+
+	if (ibv_access & IBV_ACCESS_REMOTE_READ)
+		access |= VIW_MW_REMOTE_READ;
+	if (ibv_access & IBV_ACCESS_REMOTE_WRITE)
+		access |= VIW_MW_REMOTE_WRITE;
+	if (ibv_access & IBV_ACCESS_REMOTE_ATOMIC)
+		access |= VIW_MW_REMOTE_ATOMIC;
+	return access;
+}
+
 static int viw_check_send_wr(const struct viw_qp *qp,
 			     const struct ibv_send_wr *wr, uint8_t *op)
 {
@@ -114,6 +156,14 @@ static int viw_check_send_wr(const struct viw_qp *qp,
 		return EINVAL;
 	if (viw_op_is_atomic(*op))
 		return viw_check_atomic_wr(wr);
+	if (*op == VIW_OP_BIND_MW || *op == VIW_OP_LOCAL_INV) {
+		if (wr->send_flags & ~(IBV_SEND_SIGNALED | IBV_SEND_FENCE))
+			return EINVAL;
+		if (*op == VIW_OP_LOCAL_INV)
+			return 0;
+		return viw_check_bind(wr->bind_mw.mw, wr->bind_mw.rkey,
+				      &wr->bind_mw.bind_info);
+	}
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge)
 		return EINVAL;
 	if (wr->send_flags & ~VIW_SEND_FLAGS)
@@ -176,6 +226,25 @@ static void viw_sqe_copy_atomic(struct viw_sqe *sqe,
 	sqe->inline_len = 0;
 }
 
+static void viw_sqe_copy_bind(struct viw_sqe *sqe,
+			      const struct ibv_send_wr *wr)
+{
+	const struct ibv_mw_bind_info *info = &wr->bind_mw.bind_info;
+	struct viw_bind_mw bind = {
+		.addr = info->addr,
+		.length = info->length,
+		.mr_lkey = info->mr ? info->mr->lkey : 0,
+		.access = viw_mw_access(info->mw_access_flags),
+	};
+
+	static_assert(sizeof(bind) <= sizeof(sqe->sge), "bind in sge[]");
+	memset(sqe->sge, 0, sizeof(sqe->sge));
+	memcpy(sqe->sge, &bind, sizeof(bind));
+	sqe->rkey = wr->bind_mw.rkey;
+	sqe->num_sge = 0;
+	sqe->inline_len = 0;
+}
+
 /* Fill a slot the provider owns; its VALID bit stays clear. */
 static void viw_sqe_write(struct viw_sqe *sqe, const struct ibv_send_wr *wr,
 			  uint8_t op, uint16_t flags)
@@ -184,7 +253,19 @@ static void viw_sqe_write(struct viw_sqe *sqe, const struct ibv_send_wr *wr,
 			 __ATOMIC_RELAXED);
 	sqe->wr_id = wr->wr_id;
 	sqe->opcode = op;
-	sqe->inv_stag = op == VIW_OP_SEND_INV ? wr->invalidate_rkey : 0;
+	sqe->inv_stag = op == VIW_OP_SEND_INV || op == VIW_OP_LOCAL_INV ?
+			wr->invalidate_rkey : 0;
+	sqe->raddr = 0;
+	if (op == VIW_OP_BIND_MW) {
+		viw_sqe_copy_bind(sqe, wr);
+		return;
+	}
+	if (op == VIW_OP_LOCAL_INV) {
+		sqe->rkey = 0;
+		sqe->num_sge = 0;
+		sqe->inline_len = 0;
+		return;
+	}
 	if (op == VIW_OP_WRITE || op == VIW_OP_READ) {
 		sqe->raddr = wr->wr.rdma.remote_addr;
 		sqe->rkey = wr->wr.rdma.rkey;
@@ -224,6 +305,34 @@ int viw_sq_write(struct viw_qp *qp, const struct ibv_send_wr *wr)
 	viw_sqe_write(viw_ring_slot(ring, ring->head), wr, op,
 		      viw_sqe_flags(qp, wr));
 	ring->head++;
+	return 0;
+}
+
+/*
+ * Type 1 windows are bound through the send queue too (as mlx4 and mlx5
+ * do): a BIND_MW WQE with the next key, which the window takes once the
+ * post succeeded.
+ */
+int viw_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		struct ibv_mw_bind *mw_bind)
+{
+	struct ibv_send_wr *bad_wr;
+	struct ibv_send_wr wr = {
+		.wr_id = mw_bind->wr_id,
+		.opcode = IBV_WR_BIND_MW,
+		.send_flags = mw_bind->send_flags,
+		.bind_mw = {
+			.mw = mw,
+			.rkey = ibv_inc_rkey(mw->rkey),
+			.bind_info = mw_bind->bind_info,
+		},
+	};
+	int rv;
+
+	rv = viw_post_send(qp, &wr, &bad_wr);
+	if (rv)
+		return rv;
+	mw->rkey = wr.bind_mw.rkey;
 	return 0;
 }
 
@@ -409,6 +518,7 @@ static const enum ibv_wc_status viw_wc_status[VIW_CQE_STATUS_MAX + 1] = {
 	[VIW_CQE_REM_ACCESS_ERR] = IBV_WC_REM_ACCESS_ERR,
 	[VIW_CQE_REM_OP_ERR] = IBV_WC_REM_OP_ERR,
 	[VIW_CQE_GENERAL_ERR] = IBV_WC_GENERAL_ERR,
+	[VIW_CQE_MW_BIND_ERR] = IBV_WC_MW_BIND_ERR,
 };
 
 static enum ibv_wc_status viw_map_status(uint8_t status)
@@ -439,6 +549,12 @@ static bool viw_map_opcode(uint8_t op, enum ibv_wc_opcode *opcode)
 		return true;
 	case VIW_CQE_OP_FETCH_ADD:
 		*opcode = IBV_WC_FETCH_ADD;
+		return true;
+	case VIW_CQE_OP_BIND_MW:
+		*opcode = IBV_WC_BIND_MW;
+		return true;
+	case VIW_CQE_OP_LOCAL_INV:
+		*opcode = IBV_WC_LOCAL_INV;
 		return true;
 	default:
 		*opcode = IBV_WC_SEND;

@@ -188,6 +188,60 @@ int viw_dereg_mr(struct verbs_mr *vmr)
 }
 
 /*
+ * The kernel makes a new MR, with new keys, when the translation
+ * changes; ibv_cmd_rereg_mr takes the keys from its answer.
+ */
+int viw_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+		 void *addr, size_t length, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp = {};
+	struct ibv_rereg_mr cmd = {};
+	int rv;
+
+	rv = ibv_cmd_rereg_mr(vmr, flags, addr, length, (uintptr_t)addr,
+			      access, pd, &cmd, sizeof(cmd), &resp,
+			      sizeof(resp));
+	if (rv)
+		errno = rv;
+	return rv;
+}
+
+struct ibv_mw *viw_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp = {};
+	struct ibv_alloc_mw cmd = {};
+	struct ibv_mw *mw;
+	int rv;
+
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+		errno = EINVAL;
+		return NULL;
+	}
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	rv = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp,
+			      sizeof(resp));
+	if (rv) {
+		free(mw);
+		errno = rv;
+		return NULL;
+	}
+	return mw;
+}
+
+int viw_dealloc_mw(struct ibv_mw *mw)
+{
+	int rv;
+
+	rv = ibv_cmd_dealloc_mw(mw);
+	if (rv)
+		return rv;
+	free(mw);
+	return 0;
+}
+
+/*
  * Map a ring the kernel described by (key, size) with num_slots slots.
  * The kernel checks that the length matches its object exactly.
  */

@@ -13,9 +13,11 @@ CQs.  What rdma-core's own suite does not cover:
   batch     one wr_start .. wr_complete batch of a SEND from an SGE list,
             an inline SEND from a buffer list (its source overwritten as
             soon as wr_complete returned), an RDMA WRITE and a SEND with
-            Invalidate: four sender completions in order, three receives
-            with the right bytes, the last with IBV_WC_WITH_INV and the
-            STag (read_imm_data, as ibv_wc_read_invalidated_rkey reads it).
+            Invalidate of a type 2 window the receiver bound (only those
+            can be invalidated: docs/semantics.md §9): four sender
+            completions in order, three receives with the right bytes, the
+            last with IBV_WC_WITH_INV and the STag (read_imm_data, as
+            ibv_wc_read_invalidated_rkey reads it).
   dropped   an aborted batch, and a batch whose second WR has too many
             SGEs (wr_complete fails with EINVAL), deliver nothing: the next
             SEND is the receiver's first completion.
@@ -33,18 +35,18 @@ import pyverbs.enums as e
 from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.cq import CQEX, CqInitAttrEx, PollCqAttr
 from pyverbs.device import Context
-from pyverbs.mr import MR
+from pyverbs.mr import MR, MW, MWBindInfo
 from pyverbs.pd import PD, ParentDomain, ParentDomainInitAttr
 from pyverbs.pyverbs_error import PyverbsRDMAError
 from pyverbs.qp import DataBuffer, QPAttr, QPCap, QPEx, QPInitAttrEx
-from pyverbs.wr import SGE, RecvWR
+from pyverbs.wr import SGE, RecvWR, SendWR
 
 PORT = 1
 MR_SIZE = 4096
 SEND_OPS = (e.IBV_QP_EX_WITH_SEND | e.IBV_QP_EX_WITH_SEND_WITH_INV |
             e.IBV_QP_EX_WITH_RDMA_WRITE | e.IBV_QP_EX_WITH_RDMA_READ)
 ACCESS = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE |
-          e.IBV_ACCESS_REMOTE_READ)
+          e.IBV_ACCESS_REMOTE_READ | e.IBV_ACCESS_MW_BIND)
 TIMEOUT = 5.0
 
 passed = 0
@@ -139,7 +141,22 @@ def signaled(qp, wr_id):
     qp.wr_flags = e.IBV_SEND_SIGNALED
 
 
+def bind_window(s):
+    """A type 2 window over s.mr, bound on s.qp; its rkey."""
+    s.mw = MW(s.pd, e.IBV_MW_TYPE_2)
+    wr = SendWR(opcode=e.IBV_WR_BIND_MW)
+    wr.set_bind_wr(s.mw, MWBindInfo(s.mr, s.mr.buf, MR_SIZE,
+                                    e.IBV_ACCESS_REMOTE_WRITE))
+    s.qp.post_send(wr)
+    got = poll(s.cq, 1)
+    check(len(got) == 1 and got[0]['status'] == e.IBV_WC_SUCCESS and
+          got[0]['opcode'] == e.IBV_WC_BIND_MW,
+          'batch: the receiver binds a type 2 window', repr(got))
+    return wr.rkey
+
+
 def test_batch(c, s):
+    mw_rkey = bind_window(s)
     c.mr.write(bytes(range(256)) * 4, 1024)
     s.mr.write(b'\0' * MR_SIZE, MR_SIZE)
     for i in range(3):
@@ -159,7 +176,7 @@ def test_batch(c, s):
     qp.wr_rdma_write(s.mr.rkey, s.mr.buf + 2048)
     qp.wr_set_sge(c.sge(200, 64))
     signaled(qp, 4)
-    qp.wr_send_inv(s.mr.rkey)
+    qp.wr_send_inv(mw_rkey)
     qp.wr_set_sge(c.sge(300, 8))
     qp.wr_complete()
     # Inline data was copied at post time.
@@ -183,7 +200,7 @@ def test_batch(c, s):
     check(s.mr.read(8, 512) == src[300:308], 'batch: SEND with Invalidate')
     inv = got[2] if len(got) == 3 else {}
     check(inv.get('wc_flags', 0) & e.IBV_WC_WITH_INV and
-          inv.get('imm') == s.mr.rkey and
+          inv.get('imm') == mw_rkey and
           not got[0]['wc_flags'] & e.IBV_WC_WITH_INV,
           'batch: IBV_WC_WITH_INV and the STag on that receive only',
           repr(inv))

@@ -180,6 +180,74 @@ static void test_send_fill(void)
 	report("post_send fills SEND, WRITE, READ, SEND_WITH_INV", before);
 }
 
+static struct viw_bind_mw sqe_bind(uint32_t i)
+{
+	struct viw_bind_mw b;
+
+	memcpy(&b, sqe_at(i)->sge, sizeof(b));
+	return b;
+}
+
+static void test_mw_fill(void)
+{
+	struct ibv_mr mr = { .lkey = 0x3344 };
+	struct ibv_mw mw = { .rkey = 0x1200, .type = IBV_MW_TYPE_2 };
+	struct ibv_mw mw1 = { .rkey = 0x56ff, .type = IBV_MW_TYPE_1 };
+	struct ibv_mw_bind bind1 = { .wr_id = 22,
+		.send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = &mr, .addr = 0x5000, .length = 4096,
+			       .mw_access_flags = IBV_ACCESS_REMOTE_READ } };
+	struct ibv_send_wr wr[2], *bad;
+	struct viw_bind_mw b;
+	int before = failures;
+	int rv;
+
+	setup();
+	memset(wr, 0, sizeof(wr));
+	wr[0] = (struct ibv_send_wr){ .wr_id = 20, .next = &wr[1],
+		.opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED };
+	wr[0].bind_mw.mw = &mw;
+	wr[0].bind_mw.rkey = 0x1201;
+	wr[0].bind_mw.bind_info = (struct ibv_mw_bind_info){ .mr = &mr,
+		.addr = 0x1000, .length = 1ull << 33,
+		.mw_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_LOCAL_WRITE };
+	wr[1] = (struct ibv_send_wr){ .wr_id = 21, .opcode = IBV_WR_LOCAL_INV,
+		.invalidate_rkey = 0x1201 };
+	rv = viw_post_send(&qp.vqp.qp, wr, &bad);
+	CHECK(rv == 0 && qp.sq.ring.ctrl->prod == 2, "rv %d", rv);
+	b = sqe_bind(0);
+	CHECK(sqe_at(0)->opcode == VIW_OP_BIND_MW && sqe_at(0)->rkey == 0x1201 &&
+	      sqe_at(0)->flags == (VIW_WQE_VALID | VIW_WQE_SIGNALED) &&
+	      b.addr == 0x1000 && b.length == 1ull << 33 &&
+	      b.mr_lkey == 0x3344 && b.access == VIW_MW_REMOTE_WRITE,
+	      "bind sqe");
+	CHECK(sqe_at(1)->opcode == VIW_OP_LOCAL_INV &&
+	      sqe_at(1)->inv_stag == 0x1201 && sqe_at(1)->num_sge == 0,
+	      "local_inv sqe");
+
+	/* another window's index, a zero-based window, inline */
+	wr[0].next = NULL;
+	wr[0].bind_mw.rkey = 0x1301;
+	CHECK(viw_post_send(&qp.vqp.qp, wr, &bad) == EINVAL, "foreign index");
+	wr[0].bind_mw.rkey = 0x1201;
+	wr[0].bind_mw.bind_info.mw_access_flags = IBV_ACCESS_ZERO_BASED;
+	CHECK(viw_post_send(&qp.vqp.qp, wr, &bad) == EINVAL, "zero based");
+	wr[0].bind_mw.bind_info.mw_access_flags = 0;
+	wr[0].send_flags = IBV_SEND_INLINE;
+	CHECK(viw_post_send(&qp.vqp.qp, wr, &bad) == EINVAL, "inline bind");
+	CHECK(qp.sq.ring.ctrl->prod == 2, "bad bind posted");
+
+	/* type 1: through the SQ, the window takes the next key */
+	CHECK(viw_bind_mw(&qp.vqp.qp, &mw1, &bind1) == 0, "bind_mw");
+	b = sqe_bind(2);
+	CHECK(mw1.rkey == 0x5600 && sqe_at(2)->rkey == 0x5600 &&
+	      sqe_at(2)->wr_id == 22 && b.length == 4096 &&
+	      b.access == VIW_MW_REMOTE_READ, "type 1 bind, rkey %#x",
+	      mw1.rkey);
+	report("post_send fills BIND_MW, LOCAL_INV; ibv_bind_mw", before);
+}
+
 /* Atomics: operands in the SGE area, one 8-byte buffer, nothing inline. */
 static void test_atomic_fill(void)
 {
@@ -444,7 +512,7 @@ static const enum ibv_wc_status want_status[] = {
 	IBV_WC_SUCCESS, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_QP_OP_ERR,
 	IBV_WC_LOC_PROT_ERR, IBV_WC_WR_FLUSH_ERR, IBV_WC_BAD_RESP_ERR,
 	IBV_WC_LOC_ACCESS_ERR, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_ACCESS_ERR,
-	IBV_WC_REM_OP_ERR, IBV_WC_GENERAL_ERR,
+	IBV_WC_REM_OP_ERR, IBV_WC_GENERAL_ERR, IBV_WC_MW_BIND_ERR,
 };
 
 static void test_poll_status(void)
@@ -518,7 +586,14 @@ static void test_poll_garbage(void)
 	CHECK(wc[0].wc_flags & IBV_WC_WITH_INV &&
 	      wc[0].invalidated_rkey == 0x9999, "invalidate lost");
 	CHECK(wc[1].opcode == IBV_WC_RDMA_READ && !wc[1].wc_flags, "read");
-	report("poll_cq: bad status/opcode -> GENERAL_ERR, INV, partial",
+
+	kernel_cqe(4, VIW_CQE_SUCCESS, VIW_CQE_OP_BIND_MW, 0);
+	kernel_cqe(5, VIW_CQE_MW_BIND_ERR, VIW_CQE_OP_LOCAL_INV, 0);
+	got = viw_poll_cq(&cq.ibv_cq, 4, wc);
+	CHECK(got == 2 && wc[0].opcode == IBV_WC_BIND_MW &&
+	      wc[1].opcode == IBV_WC_LOCAL_INV &&
+	      wc[1].status == IBV_WC_MW_BIND_ERR, "bind/local_inv opcodes");
+	report("poll_cq: bad status/opcode -> GENERAL_ERR, INV, partial, MW",
 	       before);
 }
 
@@ -833,6 +908,7 @@ static void test_cq_ex_poll(void)
 int main(void)
 {
 	test_send_fill();
+	test_mw_fill();
 	test_atomic_fill();
 	test_doorbell_rules();
 	test_send_flags();

@@ -15,10 +15,10 @@
 . "$(dirname "$0")/../lib.sh"
 
 suite=$VIW_BUILD/pyverbs/tests
-# What passes today, less a margin (54 measured, the nine atomics
-# included; issue 9 aims at 80; see docs/semantics.md §8 for why most of
-# the rest is skipped on any RC-only iWARP device).
-min_ok=${PYVERBS_MIN_OK:-50}
+# What passes today, less a margin (58 expected: the atomics, memory
+# windows and rereg included; issue 9 aims at 80; see docs/semantics.md §8
+# for why most of the rest is skipped on any RC-only iWARP device).
+min_ok=${PYVERBS_MIN_OK:-55}
 if [ ! -f "$suite/run_tests.py" ]; then
 	echo "SKIP: rdma-core's tests/ not found in $suite (tests/vm/pyverbs-prepare)"
 	exit 0
@@ -68,26 +68,67 @@ sed -n "s/.* \.\.\. skipped [\"']\(.*\)[\"']\$/\1/p" "$out" | sort | uniq -c | s
 #   that query_qp reports it; rdma_cm passes the timeout to the QP only
 #   on the InfiniBand CM path (rdma_init_qp_attr), never to an iWARP QP.
 #   Its assert carries no message.
+# empty_active_report TEST: the active child reported an empty message,
+# on TEST's own line or on one of the lines its children printed before
+# unittest's verdict (the passive child may print first).
+empty_active_report() {
+	awk -v t="$1" '
+		index($0, t " (") == 1 { f = 1 }
+		f && /Player active got: $/ { found = 1 }
+		f && /^(ok|ERROR|FAIL)$/ { exit }
+		END { exit !found }' "$out"
+}
 known_error() {
 	local what
 	what=$(grep -m1 -E "^$1 \(.*Player active got: " "$out" | sed 's/.*Player active got: //')
 	case $1 in
 	test_rdmacm_async_udp_traffic) [ "$what" = "Failed to Create QP. Errno: 95, Operation not supported" ] ;;
 	test_rdmacm_async_traffic_external_qp) [ "$what" = "Expected this event: 5, got this event: RDMA_CM_EVENT_ESTABLISHED" ] ;;
-	test_rdmacm_async_traffic) [ -z "$what" ] && grep -qE "^$1 \(.*Player active got: $" "$out" ;;
+	test_rdmacm_async_traffic) [ -z "$what" ] && empty_active_report "$1" ;;
+	*) return 1 ;;
+	esac
+}
+# Tests that assert InfiniBand's completion semantics for a remote access
+# violation.  On InfiniBand a WRITE or SEND completes only once the
+# responder acknowledged it, so the violation fails that WR with "Remote
+# access error" or "Remote operation error".  On iWARP it completes once
+# sent (RFC 5040 §4.1, RDMAC verbs), the responder ends the stream with a
+# TERMINATE, and the suite's next step sees what that left: its check of
+# the target finds the old data (the WRITE through the invalidated window
+# or the MR without REMOTE_WRITE was not placed), or the next completion
+# is flushed or fails locally.  Each is checked by name and exact message.
+last_exception() {
+	awk -v t="$1" '
+		/^(ERROR|FAIL): / { inblk = index($0, ": " t " (") > 0 }
+		inblk && /^[A-Za-z_.]*(Error|Exception): / { last = $0 }
+		END { print last }' "$out"
+}
+known_iwarp_result() {
+	local what
+	what=$(last_exception "$1")
+	case $1 in
+	test_invalidate_mw_type1 | test_mw_type2_invalidate_local | \
+	test_mw_type2_invalidate_remote | test_mw_type2_invalidate_dealloc | \
+	test_mr_rereg_access_bad_flow)
+		echo "$what" | grep -qE '^pyverbs\.pyverbs_error\.PyverbsError: Data validation failure: expected c+, received s+$' ;;
+	test_mr_rereg_pd | test_mr_rereg_addr)
+		echo "$what" | grep -qE '^AssertionError: "Remote operation error" does not match "Completion status is (WR flush error|Local protection error)"$' ;;
 	*) return 1 ;;
 	esac
 }
 known=0
-for t in $(sed -n 's/^ERROR: \(test_[a-z0-9_]*\) .*/\1/p' "$out"); do
+for t in $(sed -n 's/^\(ERROR\|FAIL\): \(test_[a-z0-9_]*\) .*/\2/p' "$out"); do
 	if known_error "$t"; then
 		echo "known iWARP error of the suite: $t"
 		known=$((known + 1))
+	elif known_iwarp_result "$t"; then
+		echo "known iWARP completion semantics: $t: $(last_exception "$t")" | cut -c1-160
+		known=$((known + 1))
 	fi
 done
-if [ "$fail" != 0 ] || [ "$err" != "$known" ]; then
+if [ $((fail + err)) != "$known" ]; then
 	grep -A 25 -E "^(FAIL|ERROR): " "$out" | head -n 150
-	die "pyverbs: $fail failures, $err errors ($known of them known iWARP limits of the suite)"
+	die "pyverbs: $fail failures, $err errors ($known of them known iWARP differences)"
 fi
 # result_of TEST: what unittest -v said of TEST (ok, FAIL, ERROR, skipped
 # ...): the first result word at or after TEST's line, which a docstring
@@ -117,10 +158,11 @@ for t in test_cq_events_rc test_ro_rc_traffic test_rdmacm_sync_traffic \
 	 test_atomic_non_aligned_addr test_atomic_invalid_lkey \
 	 test_atomic_invalid_rkey \
 	 test_qp_ex_rc_atomic_cmp_swp test_qp_ex_rc_atomic_fetch_add \
+	 test_mw_type1 test_mw_type2 test_reg_mw_wrong_type test_mr_rereg_access \
 	 ${PYVERBS_MUST_PASS:-}; do
 	[ "$(result_of "$t")" = ok ] || die "pyverbs: $t did not pass: $(result_of "$t")"
 done
 [ "$ok" -ge "$min_ok" ] || die "pyverbs: only $ok tests ok, want $min_ok"
 wait_for 15 sh -c "! grep -Eqv ' 0\$' /sys/kernel/debug/viw/$DEV_A/objects" ||
 	{ cat "/sys/kernel/debug/viw/$DEV_A/objects"; die "objects left"; }
-log "pyverbs: $ok ok, 0 failures, $skip skipped"
+log "pyverbs: $ok ok, $skip skipped, $((fail + err)) failures and errors, all known iWARP differences"
