@@ -148,8 +148,7 @@ struct viw_sqe {
 	__u8 num_sge;
 	__u32 inv_stag;		/* SEND_INV, LOCAL_INV: STag to invalidate */
 	__aligned_u64 raddr;	/* WRITE, READ, atomics: remote address */
-	__u32 rkey;		/* WRITE, READ, atomics: remote STag;
-				 * BIND_MW: the window's new STag */
+	__u32 rkey;		/* remote STag; BIND_MW: the new one */
 	__u32 inline_len;
 	/* or a struct viw_sqe_atomic, or a struct viw_bind_mw */
 	struct viw_sge sge[VIW_MAX_SGE];
