@@ -671,6 +671,7 @@ bool viw_qp_direct_error(struct viw_qp *qp);
 void viw_qp_rtr_received(struct viw_qp *qp);
 bool viw_qp_rx_open(struct viw_qp *qp);
 bool viw_qp_tx_open(struct viw_qp *qp);
+void viw_qp_event(struct viw_qp *qp, enum ib_event_type type);
 bool viw_qp_quiet_close(struct viw_qp *qp);
 void viw_device_link_down(struct viw_device *vdev);
 

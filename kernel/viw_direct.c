@@ -114,18 +114,6 @@ static bool viw_direct_is_active(const union ib_gid *lgid, u32 lqpn,
 
 /* ---- events and failure --------------------------------------------------- */
 
-static void viw_direct_event(struct viw_qp *qp, enum ib_event_type type)
-{
-	struct ib_event event = {
-		.device = qp->ibqp.device,
-		.event = type,
-		.element.qp = &qp->ibqp,
-	};
-
-	if (qp->ibqp.event_handler)
-		qp->ibqp.event_handler(&event, qp->ibqp.qp_context);
-}
-
 /*
  * The connection could not be made or broke before the consumer ended it:
  * the QP goes to ERROR (flushing its WRs) and the consumer learns of it.
@@ -138,7 +126,7 @@ static void viw_direct_fail(struct viw_qp *qp, int status)
 		return;
 	ibdev_dbg(qp->ibqp.device, "QP %u: modify_qp connection failed: %d\n",
 		  qp->ibqp.qp_num, status);
-	viw_direct_event(qp, IB_EVENT_QP_FATAL);
+	viw_qp_event(qp, IB_EVENT_QP_FATAL);
 }
 
 /* Called by viw_cm.c: a direct connect attempt failed. */

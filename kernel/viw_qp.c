@@ -179,7 +179,8 @@ err_count:
 	return rv;
 }
 
-static void viw_qp_event(struct viw_qp *qp, enum ib_event_type type)
+/* Raise an asynchronous event on the QP for its consumer. */
+void viw_qp_event(struct viw_qp *qp, enum ib_event_type type)
 {
 	struct ib_event event = {
 		.device = qp->ibqp.device,

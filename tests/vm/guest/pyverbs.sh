@@ -34,6 +34,8 @@ mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 # multiprocessing, which needs /dev/shm.
 mkdir -p /dev/shm
 mountpoint -q /dev/shm || mount -t tmpfs tmpfs /dev/shm
+# Some tests put their buffers on 2 MiB huge pages (64 MiB of the VM's 2 GiB).
+echo 32 >/proc/sys/vm/nr_hugepages
 out=$VIW_OUT/pyverbs.log
 rc=0
 # Python writes its caches next to the sources, which are read-only here.
