@@ -480,10 +480,6 @@ static inline void viw_count_max(struct viw_device *vdev, enum viw_hwm h,
 		;
 }
 
-/* Take one object of a type against its device limit. */
-bool viw_obj_get(struct viw_device *vdev, enum viw_obj_type type);
-void viw_obj_put(struct viw_device *vdev, enum viw_obj_type type);
-
 /* viw_debugfs.c */
 void viw_debugfs_init(void);
 void viw_debugfs_exit(void);
@@ -505,6 +501,8 @@ int viw_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq);
 int viw_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr);
 
 /* viw_device.c */
+bool viw_obj_get(struct viw_device *vdev, enum viw_obj_type type);
+void viw_obj_put(struct viw_device *vdev, enum viw_obj_type type);
 int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 		     struct ib_udata *udata);
 int viw_query_port(struct ib_device *ibdev, u32 port,
@@ -549,6 +547,7 @@ static inline void *viw_ring_slot(struct viw_ring *ring, u32 index)
 }
 
 /* viw_verbs.c */
+extern const struct ib_device_ops viw_verbs_ops;
 int viw_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata);
 void viw_dealloc_ucontext(struct ib_ucontext *ibuctx);
 void viw_disassociate_ucontext(struct ib_ucontext *ibuctx);

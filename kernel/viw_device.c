@@ -1,11 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * viw: device and port attributes.
+ * viw: device and port attributes, and the per-device object limits.
  */
 #include <linux/etherdevice.h>
 #include <rdma/ib_user_verbs.h>
 
 #include "viw.h"
+
+/* Take one object of a type against its device limit. */
+bool viw_obj_get(struct viw_device *vdev, enum viw_obj_type type)
+{
+	static const int limits[VIW_OBJ_MAX] = {
+		[VIW_OBJ_UCTX] = INT_MAX,
+		[VIW_OBJ_PD] = VIW_MAX_PD,
+		[VIW_OBJ_MR] = VIW_MAX_MR,
+		[VIW_OBJ_CQ] = VIW_MAX_CQ,
+		[VIW_OBJ_QP] = VIW_MAX_QP,
+		[VIW_OBJ_SRQ] = VIW_MAX_SRQ,
+		[VIW_OBJ_MW] = VIW_MAX_MW,
+	};
+
+	return atomic_add_unless(&vdev->obj_count[type], 1, limits[type]);
+}
+
+void viw_obj_put(struct viw_device *vdev, enum viw_obj_type type)
+{
+	WARN_ON_ONCE(atomic_dec_return(&vdev->obj_count[type]) < 0);
+}
 
 /*
  * RFC 7306 atomics are performed with a 64-bit compare-and-exchange on

@@ -35,26 +35,6 @@ static DEFINE_MUTEX(viw_devices_lock);
 /* Serialises newlink so that the duplicate checks hold until registration. */
 static DEFINE_MUTEX(viw_newlink_lock);
 
-bool viw_obj_get(struct viw_device *vdev, enum viw_obj_type type)
-{
-	static const int limits[VIW_OBJ_MAX] = {
-		[VIW_OBJ_UCTX] = INT_MAX,
-		[VIW_OBJ_PD] = VIW_MAX_PD,
-		[VIW_OBJ_MR] = VIW_MAX_MR,
-		[VIW_OBJ_CQ] = VIW_MAX_CQ,
-		[VIW_OBJ_QP] = VIW_MAX_QP,
-		[VIW_OBJ_SRQ] = VIW_MAX_SRQ,
-		[VIW_OBJ_MW] = VIW_MAX_MW,
-	};
-
-	return atomic_add_unless(&vdev->obj_count[type], 1, limits[type]);
-}
-
-void viw_obj_put(struct viw_device *vdev, enum viw_obj_type type)
-{
-	WARN_ON_ONCE(atomic_dec_return(&vdev->obj_count[type]) < 0);
-}
-
 static void viw_dealloc_driver(struct ib_device *ibdev)
 {
 	struct viw_device *vdev = to_viw_dev(ibdev);
@@ -74,67 +54,12 @@ static void viw_dealloc_driver(struct ib_device *ibdev)
 	mutex_unlock(&viw_devices_lock);
 }
 
-static const struct ib_device_ops viw_device_ops = {
-	.owner = THIS_MODULE,
-	.driver_id = RDMA_DRIVER_UNKNOWN,
-	.uverbs_abi_ver = VIW_ABI_VERSION,
-	.device_group = &viw_attr_group,
-
-	.alloc_hw_port_stats = viw_alloc_hw_port_stats,
-	.alloc_mw = viw_alloc_mw,
-	.alloc_pd = viw_alloc_pd,
-	.alloc_ucontext = viw_alloc_ucontext,
-	.create_cq = viw_create_cq,
-	.create_qp = viw_create_qp,
-	.create_srq = viw_create_srq,
+/*
+ * The device's life cycle is the module's: the verbs come from
+ * viw_verbs_ops, which ib_set_device_ops() merges with this.
+ */
+static const struct ib_device_ops viw_link_device_ops = {
 	.dealloc_driver = viw_dealloc_driver,
-	.dealloc_mw = viw_dealloc_mw,
-	.dealloc_pd = viw_dealloc_pd,
-	.dealloc_ucontext = viw_dealloc_ucontext,
-	.dereg_mr = viw_dereg_mr,
-	.disassociate_ucontext = viw_disassociate_ucontext,
-	.destroy_cq = viw_destroy_cq,
-	.destroy_qp = viw_destroy_qp,
-	.destroy_srq = viw_destroy_srq,
-	.fill_res_cq_entry = viw_fill_res_cq_entry,
-	.fill_res_mr_entry = viw_fill_res_mr_entry,
-	.fill_res_qp_entry = viw_fill_res_qp_entry,
-	.get_dev_fw_str = viw_get_dev_fw_str,
-	.get_dma_mr = viw_get_dma_mr,
-	.get_hw_stats = viw_get_hw_stats,
-	.get_port_immutable = viw_get_port_immutable,
-	.iw_accept = viw_iw_accept,
-	.iw_add_ref = viw_iw_add_ref,
-	.iw_connect = viw_iw_connect,
-	.iw_create_listen = viw_iw_create_listen,
-	.iw_destroy_listen = viw_iw_destroy_listen,
-	.iw_get_qp = viw_iw_get_qp,
-	.iw_reject = viw_iw_reject,
-	.iw_rem_ref = viw_iw_rem_ref,
-	.mmap = viw_mmap,
-	.mmap_free = viw_mmap_free,
-	.modify_qp = viw_modify_qp,
-	.modify_srq = viw_modify_srq,
-	.poll_cq = viw_poll_cq,
-	.post_recv = viw_post_recv,
-	.post_send = viw_post_send,
-	.post_srq_recv = viw_post_srq_recv,
-	.query_device = viw_query_device,
-	.query_gid = viw_query_gid,
-	.query_pkey = viw_query_pkey,
-	.query_port = viw_query_port,
-	.query_qp = viw_query_qp,
-	.query_srq = viw_query_srq,
-	.reg_user_mr = viw_reg_user_mr,
-	.req_notify_cq = viw_req_notify_cq,
-	.rereg_user_mr = viw_rereg_user_mr,
-
-	INIT_RDMA_OBJ_SIZE(ib_cq, viw_cq, ibcq),
-	INIT_RDMA_OBJ_SIZE(ib_mw, viw_mw, ibmw),
-	INIT_RDMA_OBJ_SIZE(ib_pd, viw_pd, ibpd),
-	INIT_RDMA_OBJ_SIZE(ib_qp, viw_qp, ibqp),
-	INIT_RDMA_OBJ_SIZE(ib_srq, viw_srq, ibsrq),
-	INIT_RDMA_OBJ_SIZE(ib_ucontext, viw_ucontext, ibuctx),
 };
 
 static bool viw_netdev_supported(const struct net_device *ndev)
@@ -186,7 +111,8 @@ static struct viw_device *viw_device_alloc(struct net_device *ndev)
 	addrconf_addr_eui48((u8 *)&vdev->ibdev.node_guid, ndev->dev_addr);
 	memcpy(vdev->ibdev.node_desc, "viw software iWARP RNIC",
 	       sizeof("viw software iWARP RNIC"));
-	ib_set_device_ops(&vdev->ibdev, &viw_device_ops);
+	ib_set_device_ops(&vdev->ibdev, &viw_verbs_ops);
+	ib_set_device_ops(&vdev->ibdev, &viw_link_device_ops);
 	return vdev;
 }
 

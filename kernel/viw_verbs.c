@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * viw: user contexts and protection domains.
+ * viw: user contexts, protection domains and the table of verbs.
  */
+#include <linux/module.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
 #include "viw.h"
+#include "viw_cm.h"
 
 int viw_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata)
 {
@@ -103,3 +105,69 @@ int viw_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	viw_obj_put(to_viw_dev(ibpd->device), VIW_OBJ_PD);
 	return 0;
 }
+
+/*
+ * Every verb viw implements, in alphabetical order.  viw_main.c adds the
+ * device's own dealloc_driver.
+ */
+const struct ib_device_ops viw_verbs_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = VIW_ABI_VERSION,
+	.device_group = &viw_attr_group,
+
+	.alloc_hw_port_stats = viw_alloc_hw_port_stats,
+	.alloc_mw = viw_alloc_mw,
+	.alloc_pd = viw_alloc_pd,
+	.alloc_ucontext = viw_alloc_ucontext,
+	.create_cq = viw_create_cq,
+	.create_qp = viw_create_qp,
+	.create_srq = viw_create_srq,
+	.dealloc_mw = viw_dealloc_mw,
+	.dealloc_pd = viw_dealloc_pd,
+	.dealloc_ucontext = viw_dealloc_ucontext,
+	.dereg_mr = viw_dereg_mr,
+	.disassociate_ucontext = viw_disassociate_ucontext,
+	.destroy_cq = viw_destroy_cq,
+	.destroy_qp = viw_destroy_qp,
+	.destroy_srq = viw_destroy_srq,
+	.fill_res_cq_entry = viw_fill_res_cq_entry,
+	.fill_res_mr_entry = viw_fill_res_mr_entry,
+	.fill_res_qp_entry = viw_fill_res_qp_entry,
+	.get_dev_fw_str = viw_get_dev_fw_str,
+	.get_dma_mr = viw_get_dma_mr,
+	.get_hw_stats = viw_get_hw_stats,
+	.get_port_immutable = viw_get_port_immutable,
+	.iw_accept = viw_iw_accept,
+	.iw_add_ref = viw_iw_add_ref,
+	.iw_connect = viw_iw_connect,
+	.iw_create_listen = viw_iw_create_listen,
+	.iw_destroy_listen = viw_iw_destroy_listen,
+	.iw_get_qp = viw_iw_get_qp,
+	.iw_reject = viw_iw_reject,
+	.iw_rem_ref = viw_iw_rem_ref,
+	.mmap = viw_mmap,
+	.mmap_free = viw_mmap_free,
+	.modify_qp = viw_modify_qp,
+	.modify_srq = viw_modify_srq,
+	.poll_cq = viw_poll_cq,
+	.post_recv = viw_post_recv,
+	.post_send = viw_post_send,
+	.post_srq_recv = viw_post_srq_recv,
+	.query_device = viw_query_device,
+	.query_gid = viw_query_gid,
+	.query_pkey = viw_query_pkey,
+	.query_port = viw_query_port,
+	.query_qp = viw_query_qp,
+	.query_srq = viw_query_srq,
+	.reg_user_mr = viw_reg_user_mr,
+	.req_notify_cq = viw_req_notify_cq,
+	.rereg_user_mr = viw_rereg_user_mr,
+
+	INIT_RDMA_OBJ_SIZE(ib_cq, viw_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, viw_mw, ibmw),
+	INIT_RDMA_OBJ_SIZE(ib_pd, viw_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, viw_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, viw_srq, ibsrq),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, viw_ucontext, ibuctx),
+};
