@@ -15,6 +15,8 @@
  * ESTABLISHED or a successful CONNECT_REPLY).  CLOSE is never sent while
  * the iw_cm id is still connecting.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/inet.h>
 #include <linux/nsproxy.h>
 #include <linux/seq_file.h>
@@ -775,7 +777,7 @@ static void viw_cep_request_refused(struct viw_cep *cep, int rv)
 {
 	bool held = cep->state == VIW_CEP_MPA_REQ_RCVD;
 
-	pr_debug("viw: CEP %p: connection request dropped: %d\n", cep, rv);
+	pr_debug("CEP %p: connection request dropped: %d\n", cep, rv);
 	viw_cep_close(cep, 0, true);
 	if (held)
 		viw_cep_put(cep);	/* the reference taken for iw_cm */
@@ -1600,5 +1602,5 @@ void viw_cm_exit(void)
 	/* Queued work, a timer that fired included, runs to its end. */
 	destroy_workqueue(viw_cm_wq);
 	if (viw_cep_live)
-		pr_warn("viw: %d connection endpoints leaked\n", viw_cep_live);
+		pr_warn("%d connection endpoints leaked\n", viw_cep_live);
 }

@@ -9,6 +9,8 @@
  * would also unregister every other out-of-tree device.  It keeps a list of
  * its own instead.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/etherdevice.h>
 #include <linux/if_arp.h>
 #include <linux/module.h>
@@ -178,7 +180,7 @@ static int viw_newlink(const char *ibdev_name, struct net_device *ndev)
 	int rv;
 
 	if (!viw_netdev_supported(ndev)) {
-		pr_warn("viw: %s: netdev type %u not supported (Ethernet only)\n",
+		pr_warn("%s: netdev type %u not supported (Ethernet only)\n",
 			ndev->name, ndev->type);
 		return -EOPNOTSUPP;
 	}
@@ -186,14 +188,14 @@ static int viw_newlink(const char *ibdev_name, struct net_device *ndev)
 	viw_reap_devices(false);
 	mutex_lock(&viw_newlink_lock);
 	if (viw_netdev_taken(ndev)) {
-		pr_warn("viw: %s already has a viw device\n", ndev->name);
+		pr_warn("%s already has a viw device\n", ndev->name);
 		rv = -EBUSY;
 		goto out_unlock;
 	}
 	other = ib_device_get_by_name(ibdev_name, RDMA_DRIVER_UNKNOWN);
 	if (other) {
 		ib_device_put(other);
-		pr_warn("viw: an RDMA device named %s exists already\n",
+		pr_warn("an RDMA device named %s exists already\n",
 			ibdev_name);
 		rv = -EEXIST;
 		goto out_unlock;
@@ -209,7 +211,7 @@ static int viw_newlink(const char *ibdev_name, struct net_device *ndev)
 		goto out_dealloc;
 	rv = ib_register_device(&vdev->ibdev, ibdev_name, NULL);
 	if (rv) {
-		pr_warn("viw: registering %s failed: %d\n", ibdev_name, rv);
+		pr_warn("registering %s failed: %d\n", ibdev_name, rv);
 		goto out_dealloc;
 	}
 
@@ -338,7 +340,7 @@ static int __init viw_init(void)
 		goto err_netdev;
 	viw_debugfs_init();
 	rdma_link_register(&viw_link_ops);
-	pr_info("viw: loaded, host interface ABI %d\n", VIW_ABI_VERSION);
+	pr_info("loaded, host interface ABI %d\n", VIW_ABI_VERSION);
 	return 0;
 
 err_netdev:
@@ -362,7 +364,7 @@ static void __exit viw_exit(void)
 	viw_tx_exit();
 	viw_mem_exit();
 	viw_cm_exit();
-	pr_info("viw: unloaded\n");
+	pr_info("unloaded\n");
 }
 
 module_init(viw_init);
