@@ -23,8 +23,6 @@
 #include "viw_compat.h"
 #include "viw_wire.h"
 
-#define DRV_NAME "viw"
-
 /* Device limits, reported by query_device and enforced on create. */
 #define VIW_MAX_QP		4096
 #define VIW_MAX_QP_WR		8192
@@ -489,7 +487,6 @@ void viw_debugfs_remove_device(struct viw_device *vdev);
 /* viw_stats.c */
 int viw_stats_init(struct viw_device *vdev);
 void viw_stats_free(struct viw_device *vdev);
-u64 viw_counter_read(struct viw_device *vdev, enum viw_counter c);
 struct rdma_hw_stats *viw_alloc_hw_port_stats(struct ib_device *ibdev,
 					      u32 port);
 int viw_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
@@ -516,7 +513,6 @@ extern const struct attribute_group viw_attr_group;
 /* viw_gid.c */
 int viw_query_gid(struct ib_device *ibdev, u32 port, int index,
 		  union ib_gid *gid);
-int viw_gid_find(struct viw_device *vdev, const union ib_gid *gid);
 int viw_gid_init(void);
 void viw_gid_exit(void);
 
@@ -548,13 +544,8 @@ static inline void *viw_ring_slot(struct viw_ring *ring, u32 index)
 
 /* viw_verbs.c */
 extern const struct ib_device_ops viw_verbs_ops;
-int viw_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata);
-void viw_dealloc_ucontext(struct ib_ucontext *ibuctx);
-void viw_disassociate_ucontext(struct ib_ucontext *ibuctx);
 int viw_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma);
 void viw_mmap_free(struct rdma_user_mmap_entry *entry);
-int viw_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
-int viw_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 
 /*
  * viw_mem.c: an STag is a 24-bit index into mr_xa and an 8-bit key.  The

@@ -109,34 +109,6 @@ int viw_query_gid(struct ib_device *ibdev, u32 port, int index,
 	return 0;
 }
 
-/**
- * viw_gid_find - the index of an IP GID of the device
- * @vdev: the device
- * @gid: an IPv4-mapped or IPv6 GID
- *
- * Return: its index (1 or more), or -ENOENT.
- */
-int viw_gid_find(struct viw_device *vdev, const union ib_gid *gid)
-{
-	union ib_gid *tbl;
-	int i, rv = -ENOENT;
-
-	if (ipv6_addr_any((const struct in6_addr *)gid->raw))
-		return -ENOENT;
-	tbl = kmalloc_array(VIW_GID_TBL_LEN, sizeof(*tbl), GFP_KERNEL);
-	if (!tbl)
-		return -ENOMEM;
-	viw_gid_table(vdev, tbl);
-	for (i = 1; i < VIW_GID_TBL_LEN; i++) {
-		if (!memcmp(&tbl[i], gid, sizeof(*gid))) {
-			rv = i;
-			break;
-		}
-	}
-	kfree(tbl);
-	return rv;
-}
-
 /* An address of @ndev came or went: tell ib_core's GID cache. */
 static void viw_gid_changed(struct net_device *ndev)
 {

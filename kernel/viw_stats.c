@@ -84,7 +84,7 @@ void viw_stats_free(struct viw_device *vdev)
 	vdev->counters = NULL;
 }
 
-u64 viw_counter_read(struct viw_device *vdev, enum viw_counter c)
+static u64 viw_counter_read(struct viw_device *vdev, enum viw_counter c)
 {
 	u64 sum = 0;
 	int cpu;

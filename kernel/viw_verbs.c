@@ -9,7 +9,8 @@
 #include "viw.h"
 #include "viw_cm.h"
 
-int viw_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata)
+static int viw_alloc_ucontext(struct ib_ucontext *ibuctx,
+			      struct ib_udata *udata)
 {
 	struct viw_device *vdev = to_viw_dev(ibuctx->device);
 	struct viw_ucontext *uctx = to_viw_uctx(ibuctx);
@@ -60,7 +61,7 @@ err_count:
 	return rv;
 }
 
-void viw_dealloc_ucontext(struct ib_ucontext *ibuctx)
+static void viw_dealloc_ucontext(struct ib_ucontext *ibuctx)
 {
 	struct viw_ucontext *uctx = to_viw_uctx(ibuctx);
 
@@ -81,11 +82,11 @@ void viw_dealloc_ucontext(struct ib_ucontext *ibuctx)
  * this op is what lets unregistration proceed without waiting for the
  * process to exit.
  */
-void viw_disassociate_ucontext(struct ib_ucontext *ibuctx)
+static void viw_disassociate_ucontext(struct ib_ucontext *ibuctx)
 {
 }
 
-int viw_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+static int viw_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	/*
 	 * viw has no kernel QPs or CQs yet, so a kernel consumer can do
@@ -100,7 +101,7 @@ int viw_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	return 0;
 }
 
-int viw_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+static int viw_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	viw_obj_put(to_viw_dev(ibpd->device), VIW_OBJ_PD);
 	return 0;
