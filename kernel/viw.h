@@ -355,6 +355,30 @@ struct viw_qp_ib_attrs {
 	u32 sq_psn;
 };
 
+/*
+ * Lock order, outermost first: a lock may be taken while one above it on
+ * its line is held, never the other way round.
+ *
+ *   cep->lock (viw_cm.h) -> qp->state_lock -> qp->tx_lock -> socket lock
+ *	viw_iw_accept(), viw_cep_reply_received() -> viw_qp_connect() ->
+ *	viw_tx_send_rtr();
+ *	viw_cep_close() -> viw_qp_conn_lost(), viw_qp_disconnect();
+ *	viw_direct_lost() -> viw_qp_quiet_close(); the TX sends under tx_lock
+ *   cep->lock -> qp->tx_lock	viw_cep_local_close(): viw_qp_tx_quiesce()
+ *   cep->lock -> socket lock	viw_cep_kick_rx(), releasing the socket
+ *   accepted cep->lock -> its listener's cep->lock	(viw_cm.c)
+ *   cep->lock -> dd->lock	viw_direct_request() (viw_direct.c)
+ *   qp->state_lock -> sq/rq.lock -> cq->lock	the flush on entering ERROR
+ *   qp->tx_lock -> sq.lock -> cq->lock	the TX takes and completes SQEs
+ *   qp->state_lock, qp->tx_lock -> rd_lock	viw_rd_reset(), viw_orq_push()
+ *   viw_newlink_lock -> viw_devices_lock	(viw_main.c)
+ *
+ * The spinlocks (rd_lock, the wq, srq, cq and window locks, mac_lock,
+ * viw_cep_list_lock) are leaves: only cq->lock is ever taken beneath one.  The receive engine runs in softirq under the
+ * socket's sk_callback_lock and takes only spinlocks; it reaches ERROR
+ * through viw_qp_fail(), which defers to a work item.  The QP never takes
+ * cep->lock: it tells the CEP what happened with viw_cep_post_event().
+ */
 struct viw_qp {
 	struct ib_qp ibqp;
 	struct viw_device *vdev;

@@ -60,7 +60,8 @@ struct viw_direct_pdata {
 struct viw_cep {
 	struct kref ref;
 	struct viw_device *vdev;
-	struct mutex lock;		/* state and everything below */
+	/* State and everything below.  Lock order: see struct viw_qp. */
+	struct mutex lock;
 	enum viw_cep_state state;
 	bool active;
 

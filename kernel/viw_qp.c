@@ -205,6 +205,26 @@ static void viw_qp_set_kflags(struct viw_qp *qp, u32 kflags)
 	viw_wq_set_kflags(&qp->rq, kflags);
 }
 
+/*
+ * Ways into ERROR.  Only viw_qp_error_locked() stores it, under state_lock;
+ * each way in decides whether the QP still goes there:
+ *
+ *   viw_qp_enter_error()	unconditionally, in process context: an
+ *				invalid receive WQE (doorbell), destroy_qp.
+ *   viw_qp_conn_lost()	the connection ended (CEP close, link down):
+ *				only a QP still using it (RTS, SQD, SQE).
+ *   viw_qp_direct_error()	a modify_qp connection failed: unless the
+ *				consumer moved the QP to ERROR or RESET.
+ *   viw_qp_fail()		from any context, the engines' way: defers to
+ *				err_work, which sends the TERMINATE for
+ *				@cause (in SQE) and then enters ERROR.
+ *   viw_qp_terminated()	the peer's TERMINATE (RX): fails the oldest
+ *				SQE, raises the event, then viw_qp_fail().
+ *
+ * modify_qp(ERR) enters it directly (viw_qp_set_state_locked()).  Code
+ * that cannot sleep or holds a spinlock calls viw_qp_fail().
+ */
+
 /* Caller holds state_lock. */
 static void viw_qp_error_locked(struct viw_qp *qp)
 {
