@@ -700,7 +700,6 @@ int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr);
 /* viw_rx.c */
 void viw_rx_data_ready(struct sock *sk);
 void viw_rx_reset(struct viw_qp *qp);
-void viw_rx_release_rqe(struct viw_rx *rx);
 
 /* viw_read.c */
 bool viw_orq_busy(struct viw_qp *qp);
@@ -735,6 +734,7 @@ void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status);
 void viw_sq_fail_oldest(struct viw_qp *qp, u8 status);
 bool viw_sq_idle(struct viw_qp *qp);
 int viw_rq_take(struct viw_qp *qp, struct viw_rqe *rqe, u32 *index);
-void viw_rx_complete_rqe(struct viw_qp *qp, u8 status);
+void viw_rq_complete(struct viw_qp *qp, u32 index,
+		     const struct viw_cqe_info *info);
 
 #endif /* VIW_H */

@@ -44,7 +44,7 @@ static int viw_rx_untagged_error(struct viw_qp *qp, u8 ecode)
 	return -EPROTO;
 }
 
-void viw_rx_release_rqe(struct viw_rx *rx)
+static void viw_rx_release_rqe(struct viw_rx *rx)
 {
 	int i;
 
@@ -55,6 +55,35 @@ void viw_rx_release_rqe(struct viw_rx *rx)
 		}
 	}
 	rx->rqe_active = false;
+}
+
+/* The receive WQE in qp->rx is complete (or failed) with @status. */
+static void viw_rx_complete_rqe(struct viw_qp *qp, u8 status)
+{
+	struct viw_rx *rx = &qp->rx;
+	u8 op = rx->ddp.opcode;
+	struct viw_cqe_info info = {
+		.wr_id = rx->rqe.wr_id,
+		.qp_id = qp->ibqp.qp_num,
+		.opcode = VIW_CQE_OP_RECV,
+		.status = status,
+		.byte_len = rx->msg_len,
+	};
+
+	if (status == VIW_CQE_SUCCESS &&
+	    (op == VIW_RDMAP_SEND_SE || op == VIW_RDMAP_SEND_SE_INV))
+		info.flags |= VIW_CQE_SOLICITED;
+	if (status == VIW_CQE_SUCCESS &&
+	    (op == VIW_RDMAP_SEND_INV || op == VIW_RDMAP_SEND_SE_INV)) {
+		info.flags |= VIW_CQE_INV;
+		info.inv_stag = rx->ddp.inv_stag;
+	}
+
+	if (rx->rqe_from_srq)
+		viw_cq_push(qp->rcq, &info);
+	else
+		viw_rq_complete(qp, rx->rqe_index, &info);
+	viw_rx_release_rqe(rx);
 }
 
 /* Drop every reference the engine holds.  RX must not be running. */

@@ -405,7 +405,7 @@ static bool viw_rq_take_posted(struct viw_qp *qp, bool *more)
  * viw_rq_take - give the receive engine the next receive WQE
  * @qp: a QP without SRQ
  * @rqe: where to copy the WQE
- * @index: set to its RQ index, for viw_rx_complete_rqe()
+ * @index: set to its RQ index, for viw_rq_complete()
  *
  * Return: 0, -ENOENT if none is posted, or -EINVAL if the next one is
  * invalid (the QP then goes to ERROR).
@@ -433,43 +433,27 @@ int viw_rq_take(struct viw_qp *qp, struct viw_rqe *rqe, u32 *index)
 	return rv;
 }
 
-/* The receive WQE in qp->rx is complete (or failed) with @status. */
-void viw_rx_complete_rqe(struct viw_qp *qp, u8 status)
+/**
+ * viw_rq_complete - a receive WQE the engine took has finished
+ * @qp: a QP without SRQ
+ * @index: its RQ index, from viw_rq_take()
+ * @info: its completion
+ *
+ * A WQE the flush already retired (the QP left RTS) gets no second one.
+ */
+void viw_rq_complete(struct viw_qp *qp, u32 index,
+		     const struct viw_cqe_info *info)
 {
-	struct viw_rx *rx = &qp->rx;
-	u8 op = rx->ddp.opcode;
-	struct viw_cqe_info info = {
-		.wr_id = rx->rqe.wr_id,
-		.qp_id = qp->ibqp.qp_num,
-		.opcode = VIW_CQE_OP_RECV,
-		.status = status,
-		.byte_len = rx->msg_len,
-	};
 	struct viw_wq *rq = &qp->rq;
 	unsigned long flags;
 
-	if (status == VIW_CQE_SUCCESS &&
-	    (op == VIW_RDMAP_SEND_SE || op == VIW_RDMAP_SEND_SE_INV))
-		info.flags |= VIW_CQE_SOLICITED;
-	if (status == VIW_CQE_SUCCESS &&
-	    (op == VIW_RDMAP_SEND_INV || op == VIW_RDMAP_SEND_SE_INV)) {
-		info.flags |= VIW_CQE_INV;
-		info.inv_stag = rx->ddp.inv_stag;
+	spin_lock_irqsave(&rq->lock, flags);
+	if (index == rq->done && rq->done != rq->fetch) {
+		/* the slot goes back before the completion shows */
+		viw_wq_retire(rq);
+		viw_cq_push(qp->rcq, info);
 	}
-
-	if (rx->rqe_from_srq) {
-		viw_cq_push(qp->rcq, &info);
-	} else {
-		spin_lock_irqsave(&rq->lock, flags);
-		/* The flush got there first if the QP left RTS. */
-		if (rx->rqe_index == rq->done && rq->done != rq->fetch) {
-			/* the slot goes back before the completion shows */
-			viw_wq_retire(rq);
-			viw_cq_push(qp->rcq, &info);
-		}
-		spin_unlock_irqrestore(&rq->lock, flags);
-	}
-	viw_rx_release_rqe(rx);
+	spin_unlock_irqrestore(&rq->lock, flags);
 }
 
 /*
