@@ -658,6 +658,10 @@ int viw_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 int viw_srq_take(struct viw_srq *srq, struct viw_rqe *rqe);
 
 /* viw_qp.c */
+int viw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		  const struct ib_send_wr **bad_wr);
+int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		  const struct ib_recv_wr **bad_wr);
 int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		  struct ib_udata *udata);
 int viw_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
@@ -718,10 +722,6 @@ struct viw_mr *viw_irq_pop(struct viw_qp *qp);
 void viw_rd_reset(struct viw_qp *qp);
 
 /* viw_wq.c: work queue processing */
-int viw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-		  const struct ib_send_wr **bad_wr);
-int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-		  const struct ib_recv_wr **bad_wr);
 int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge);
 void viw_wq_free(struct viw_wq *wq);
 void viw_sq_flush(struct viw_qp *qp);
@@ -734,6 +734,7 @@ void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status);
 void viw_sq_fail_oldest(struct viw_qp *qp, u8 status);
 bool viw_sq_idle(struct viw_qp *qp);
 int viw_rq_take(struct viw_qp *qp, struct viw_rqe *rqe, u32 *index);
+int viw_rq_take_all(struct viw_qp *qp);
 void viw_rq_complete(struct viw_qp *qp, u32 index,
 		     const struct viw_cqe_info *info);
 

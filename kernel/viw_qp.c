@@ -622,6 +622,79 @@ struct ib_qp *viw_iw_get_qp(struct ib_device *ibdev, int qpn)
 	return &qp->ibqp;
 }
 
+/* ---- doorbells ---------------------------------------------------------- */
+
+/*
+ * The doorbells read the state after the process's posts; the full barrier
+ * pairs with the one in viw_qp_error_locked(): either the flush there sees
+ * the new WQEs, or the doorbell sees ERROR and flushes them itself.
+ */
+static int viw_rq_doorbell(struct viw_qp *qp)
+{
+	/* Orders the process's posts before the state read; see above. */
+	smp_mb();
+	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
+		viw_rq_flush(qp);
+		return 0;
+	}
+	if (viw_rq_take_all(qp)) {
+		ibdev_info_ratelimited(qp->ibqp.device,
+				       "QP %u: invalid receive WQE\n",
+				       qp->ibqp.qp_num);
+		viw_qp_enter_error(qp);
+	}
+	return 0;
+}
+
+static int viw_sq_doorbell(struct viw_qp *qp)
+{
+	/* Pairs with viw_qp_error_locked(), as in viw_rq_doorbell(). */
+	smp_mb();
+	/*
+	 * Outside ERROR and RTS, WQEs wait in the ring until the QP is
+	 * connected and the transmit engine takes them.
+	 */
+	if (READ_ONCE(qp->state) == IB_QPS_ERR)
+		viw_sq_flush(qp);
+	else if (READ_ONCE(qp->peer_closed))
+		viw_direct_send_after_close(qp);
+	else if (viw_qp_tx_open(qp))
+		viw_tx_kick(qp);
+	return 0;
+}
+
+/*
+ * uverbs post_send/post_recv with an empty list is viw's doorbell.  viw has
+ * no kernel QPs yet, so a list of work requests is never valid here.
+ */
+int viw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		  const struct ib_send_wr **bad_wr)
+{
+	if (wr) {
+		*bad_wr = wr;
+		return -EOPNOTSUPP;
+	}
+	viw_count(to_viw_qp(ibqp)->vdev, VIW_CNT_DOORBELLS, 1);
+	trace_viw_doorbell(to_viw_qp(ibqp), true);
+	return viw_sq_doorbell(to_viw_qp(ibqp));
+}
+
+int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		  const struct ib_recv_wr **bad_wr)
+{
+	struct viw_qp *qp = to_viw_qp(ibqp);
+
+	if (wr) {
+		*bad_wr = wr;
+		return -EOPNOTSUPP;
+	}
+	if (qp->srq)
+		return -EINVAL;
+	viw_count(qp->vdev, VIW_CNT_DOORBELLS, 1);
+	trace_viw_doorbell(qp, false);
+	return viw_rq_doorbell(qp);
+}
+
 /* ---- connection -------------------------------------------------------- */
 
 static bool viw_qp_can_connect(struct viw_qp *qp, struct viw_cep *cep)

@@ -142,10 +142,14 @@ static int viw_rx_take_rqe(struct viw_qp *qp)
 	struct viw_rx *rx = &qp->rx;
 	int rv;
 
-	if (qp->srq)
+	if (qp->srq) {
 		rv = viw_srq_take(qp->srq, &rx->rqe);
-	else
+	} else {
 		rv = viw_rq_take(qp, &rx->rqe, &rx->rqe_index);
+		/* The queue reports an invalid WQE; failing the QP is ours. */
+		if (rv == -EINVAL)
+			viw_qp_fail(qp, NULL);
+	}
 	if (rv)
 		return viw_rx_untagged_error(qp,
 					     VIW_DDP_EC_UT_INVALID_MSN_NOBUF);

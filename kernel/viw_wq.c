@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * viw: work queues (SQ and RQ) and their doorbells.
+ * viw: work queues (SQ and RQ).
  *
  * The process writes WQEs into the mapped ring and rings the doorbell (the
- * uverbs post command with no work requests).  The kernel copies each WQE
+ * uverbs post command with no work requests, viw_qp.c).  The kernel copies each WQE
  * exactly once into its shadow array and only ever looks at that copy, so
  * a process rewriting the ring under the kernel's feet changes nothing.
  * Slots [done, fetch) belong to the kernel; at most num_slots of them, so a
@@ -408,7 +408,7 @@ static bool viw_rq_take_posted(struct viw_qp *qp, bool *more)
  * @index: set to its RQ index, for viw_rq_complete()
  *
  * Return: 0, -ENOENT if none is posted, or -EINVAL if the next one is
- * invalid (the QP then goes to ERROR).
+ * invalid (the caller then fails the QP).
  */
 int viw_rq_take(struct viw_qp *qp, struct viw_rqe *rqe, u32 *index)
 {
@@ -428,8 +428,6 @@ int viw_rq_take(struct viw_qp *qp, struct viw_rqe *rqe, u32 *index)
 		*index = rq->next++;
 	}
 	spin_unlock_irqrestore(&rq->lock, flags);
-	if (rv == -EINVAL)
-		viw_qp_fail(qp, NULL);
 	return rv;
 }
 
@@ -475,83 +473,23 @@ static bool viw_rq_doorbell_batch(struct viw_qp *qp, bool *more)
 	return valid;
 }
 
-/*
- * The doorbells read the state after the process's posts; the full barrier
- * pairs with the one in viw_qp_error_locked(): either the flush there sees
- * the new WQEs, or the doorbell sees ERROR and flushes them itself.
+/**
+ * viw_rq_take_all - take what the process posted to the RQ
+ * @qp: a QP without SRQ
+ *
+ * Copies at most a ring's worth, so that a process reposting meanwhile
+ * cannot keep the kernel here.  The caller has checked for ERROR.
+ * Return: 0, or -EINVAL if a receive WQE was invalid.
  */
-static int viw_rq_doorbell(struct viw_qp *qp)
+int viw_rq_take_all(struct viw_qp *qp)
 {
-	/* A ring's worth: a process reposting meanwhile cannot keep us. */
 	u32 batches = qp->rq.ring.num_slots / VIW_WQ_BATCH + 1;
 	bool more, valid;
 
-	/* Orders the process's posts before the state read; see above. */
-	smp_mb();
-	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
-		viw_wq_flush(qp, &qp->rq, qp->rcq, false);
-		return 0;
-	}
 	do {
 		valid = viw_rq_doorbell_batch(qp, &more);
 	} while (valid && more && --batches);
-
-	if (!valid) {
-		ibdev_info_ratelimited(qp->ibqp.device,
-				       "QP %u: invalid receive WQE\n",
-				       qp->ibqp.qp_num);
-		viw_qp_enter_error(qp);
-	}
-	return 0;
-}
-
-static int viw_sq_doorbell(struct viw_qp *qp)
-{
-	/* Pairs with viw_qp_error_locked(), as in viw_rq_doorbell(). */
-	smp_mb();
-	/*
-	 * Outside ERROR and RTS, WQEs wait in the ring until the QP is
-	 * connected and the transmit engine takes them.
-	 */
-	if (READ_ONCE(qp->state) == IB_QPS_ERR)
-		viw_wq_flush(qp, &qp->sq, qp->scq, true);
-	else if (READ_ONCE(qp->peer_closed))
-		viw_direct_send_after_close(qp);
-	else if (viw_qp_tx_open(qp))
-		viw_tx_kick(qp);
-	return 0;
-}
-
-/*
- * uverbs post_send/post_recv with an empty list is viw's doorbell.  viw has
- * no kernel QPs yet, so a list of work requests is never valid here.
- */
-int viw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-		  const struct ib_send_wr **bad_wr)
-{
-	if (wr) {
-		*bad_wr = wr;
-		return -EOPNOTSUPP;
-	}
-	viw_count(to_viw_qp(ibqp)->vdev, VIW_CNT_DOORBELLS, 1);
-	trace_viw_doorbell(to_viw_qp(ibqp), true);
-	return viw_sq_doorbell(to_viw_qp(ibqp));
-}
-
-int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-		  const struct ib_recv_wr **bad_wr)
-{
-	struct viw_qp *qp = to_viw_qp(ibqp);
-
-	if (wr) {
-		*bad_wr = wr;
-		return -EOPNOTSUPP;
-	}
-	if (qp->srq)
-		return -EINVAL;
-	viw_count(qp->vdev, VIW_CNT_DOORBELLS, 1);
-	trace_viw_doorbell(qp, false);
-	return viw_rq_doorbell(qp);
+	return valid ? 0 : -EINVAL;
 }
 
 /*
