@@ -713,9 +713,10 @@ bool viw_orq_push(struct viw_qp *qp, u32 sq_index,
 bool viw_orq_push_internal(struct viw_qp *qp);
 bool viw_orq_push_atomic(struct viw_qp *qp, u32 sq_index,
 			 const struct viw_sge *sink, u32 req_id);
-void viw_orq_atomic_done(struct viw_qp *qp, u8 status);
+bool viw_orq_atomic_done(struct viw_qp *qp, u32 *sq_index);
 struct viw_orq_entry *viw_orq_peek(struct viw_qp *qp);
-void viw_orq_progress(struct viw_qp *qp, u32 n, bool last);
+bool viw_orq_progress(struct viw_qp *qp, u32 n, bool last,
+		      struct viw_orq_entry *done);
 bool viw_irq_push(struct viw_qp *qp, const struct viw_irq_entry *ent);
 struct viw_irq_entry *viw_irq_peek(struct viw_qp *qp);
 struct viw_mr *viw_irq_pop(struct viw_qp *qp);

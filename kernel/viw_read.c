@@ -7,6 +7,9 @@
  * can be filled.  The IRQ holds the READs and atomics the peer sent; the
  * transmit engine answers them in order.  The negotiated ORD and IRD bound
  * the two queues, for both kinds together.
+ *
+ * Both are plain queues: they report what finished, and the engines
+ * complete the WQEs, fail the QP and kick the transmit engine.
  */
 #include "viw.h"
 
@@ -84,61 +87,53 @@ struct viw_orq_entry *viw_orq_peek(struct viw_qp *qp)
 	return &qp->orq[viw_rd_slot(qp->orq_head, VIW_MAX_ORD)];
 }
 
-/*
- * @n more response bytes were placed for the head READ; @last ends it.
- * A short response is an error of the responder.
- */
-void viw_orq_progress(struct viw_qp *qp, u32 n, bool last)
+/* Retire the head of the ORQ; only the receive engine does. */
+static void viw_orq_pop(struct viw_qp *qp)
 {
-	struct viw_orq_entry *ent = viw_orq_peek(qp);
 	unsigned long flags;
-	u32 sq_index, got, size;
-	bool internal, complete;
-
-	if (!ent)
-		return;
-	ent->got += n;
-	if (!last)
-		return;
-	got = ent->got;
-	size = ent->size;
-	complete = got == size;
-	sq_index = ent->sq_index;
-	internal = ent->internal;
 
 	spin_lock_irqsave(&qp->rd_lock, flags);
 	qp->orq_head++;
 	spin_unlock_irqrestore(&qp->rd_lock, flags);
-
-	if (!internal)
-		viw_sq_complete(qp, sq_index, complete ? VIW_CQE_SUCCESS :
-							 VIW_CQE_BAD_RESP_ERR);
-	if (!complete) {
-		ibdev_info_ratelimited(qp->ibqp.device,
-				       "QP %u: short READ response %u of %u\n",
-				       qp->ibqp.qp_num, got, size);
-		viw_qp_fail(qp, NULL);
-	}
-	/* A READ or a fenced WQE may be waiting for this one. */
-	viw_tx_kick(qp);
 }
 
-/* The head atomic got its response, placed already unless @status fails. */
-void viw_orq_atomic_done(struct viw_qp *qp, u8 status)
+/**
+ * viw_orq_progress - response bytes were placed for the head READ
+ * @qp: the QP
+ * @n: how many more
+ * @last: the response ends here
+ * @done: set to the finished entry when @last
+ *
+ * Return: whether the head entry finished and left the ORQ.
+ */
+bool viw_orq_progress(struct viw_qp *qp, u32 n, bool last,
+		      struct viw_orq_entry *done)
 {
 	struct viw_orq_entry *ent = viw_orq_peek(qp);
-	unsigned long flags;
-	u32 sq_index;
+
+	if (!ent)
+		return false;
+	ent->got += n;
+	if (!last)
+		return false;
+	*done = *ent;
+	viw_orq_pop(qp);
+	return true;
+}
+
+/*
+ * The head atomic got its response.  Return: whether it was one, and left
+ * the ORQ with its SQ index in *@sq_index.
+ */
+bool viw_orq_atomic_done(struct viw_qp *qp, u32 *sq_index)
+{
+	struct viw_orq_entry *ent = viw_orq_peek(qp);
 
 	if (WARN_ON_ONCE(!ent || !ent->atomic))
-		return;
-	sq_index = ent->sq_index;
-	spin_lock_irqsave(&qp->rd_lock, flags);
-	qp->orq_head++;
-	spin_unlock_irqrestore(&qp->rd_lock, flags);
-
-	viw_sq_complete(qp, sq_index, status);
-	viw_tx_kick(qp);
+		return false;
+	*sq_index = ent->sq_index;
+	viw_orq_pop(qp);
+	return true;
 }
 
 bool viw_irq_push(struct viw_qp *qp, const struct viw_irq_entry *ent)

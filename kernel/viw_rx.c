@@ -355,6 +355,43 @@ static int viw_rx_atomic_req(struct viw_qp *qp)
 }
 
 /*
+ * A segment of a Read Response was placed.  When the response ends, its
+ * READ completes; a short one is an error of the responder.
+ */
+static void viw_rx_read_resp(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->rx;
+	struct viw_orq_entry done;
+	bool complete;
+
+	if (!viw_orq_progress(qp, rx->payload_len, rx->ddp.last, &done))
+		return;
+	complete = done.got == done.size;
+	if (!done.internal)
+		viw_sq_complete(qp, done.sq_index, complete ?
+			       VIW_CQE_SUCCESS : VIW_CQE_BAD_RESP_ERR);
+	if (!complete) {
+		ibdev_info_ratelimited(qp->ibqp.device,
+				       "QP %u: short READ response %u of %u\n",
+				       qp->ibqp.qp_num, done.got, done.size);
+		viw_qp_fail(qp, NULL);
+	}
+	/* A READ or a fenced WQE may be waiting for this one. */
+	viw_tx_kick(qp);
+}
+
+/* The head atomic is answered: its WQE completes with @status. */
+static void viw_rx_atomic_done(struct viw_qp *qp, u8 status)
+{
+	u32 sq_index;
+
+	if (!viw_orq_atomic_done(qp, &sq_index))
+		return;
+	viw_sq_complete(qp, sq_index, status);
+	viw_tx_kick(qp);
+}
+
+/*
  * An Atomic Response, CRC checked: it answers the oldest outstanding
  * request, which must be the atomic it names.  The original value goes to
  * the WQE's local buffer, checked again now: it may have been deregistered
@@ -382,13 +419,13 @@ static int viw_rx_atomic_resp(struct viw_qp *qp)
 			IB_ACCESS_LOCAL_WRITE, ent->sink_to, VIW_ATOMIC_SIZE,
 			&cause);
 	if (!mr) {
-		viw_orq_atomic_done(qp, VIW_CQE_LOC_PROT_ERR);
+		viw_rx_atomic_done(qp, VIW_CQE_LOC_PROT_ERR);
 		viw_qp_fail(qp, NULL);
 		return 0;
 	}
 	viw_mr_store_u64(mr, ent->sink_to, resp.orig);
 	viw_mr_put(mr);
-	viw_orq_atomic_done(qp, VIW_CQE_SUCCESS);
+	viw_rx_atomic_done(qp, VIW_CQE_SUCCESS);
 	return 0;
 }
 
@@ -674,7 +711,7 @@ static int viw_rx_end_segment(struct viw_qp *qp)
 	case VIW_RDMAP_ATOMIC_RESP:
 		return viw_rx_atomic_resp(qp);
 	case VIW_RDMAP_READ_RESP:
-		viw_orq_progress(qp, rx->payload_len, rx->ddp.last);
+		viw_rx_read_resp(qp);
 		break;
 	case VIW_RDMAP_SEND:
 	case VIW_RDMAP_SEND_SE:
