@@ -316,6 +316,8 @@ struct viw_rx {
 	u32 msn_aresp;			/* Atomic Responses */
 	/* TERMINATE body after its control word: M length, D and R headers */
 	u8 term_body[2 + VIW_DDP_UNTAGGED_HDR_LEN + VIW_RDMAP_READ_REQ_LEN];
+	/* why the segment being processed failed, for viw_qp_fail() */
+	struct viw_term_cause cause;
 };
 
 /* What MPA negotiated for a connection (viw_qp_connect). */

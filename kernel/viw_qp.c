@@ -875,20 +875,18 @@ static void viw_qp_err_work(struct work_struct *work)
  * @qp: the QP
  * @cause: if not NULL, the peer caused it: send a TERMINATE with @cause
  *
- * Safe from any context.  The QP goes to ERROR from a work item.
+ * Safe from any context.  The QP goes to ERROR from a work item.  Only
+ * this writes the TERMINATE to send (qp->term), under rd_lock: the first
+ * cause stays, and the transmit engine reads it once term_pending is set.
  */
 void viw_qp_fail(struct viw_qp *qp, const struct viw_term_cause *cause)
 {
-	struct viw_term_cause copy;
 	unsigned long flags;
 
-	/* @cause may point into qp->term itself. */
-	if (cause)
-		copy = *cause;
 	spin_lock_irqsave(&qp->rd_lock, flags);
 	if (cause && !qp->term_pending) {
 		memset(&qp->term, 0, sizeof(qp->term));
-		qp->term.cause = copy;
+		qp->term.cause = *cause;
 		qp->term_pending = true;
 	}
 	spin_unlock_irqrestore(&qp->rd_lock, flags);

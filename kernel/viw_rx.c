@@ -33,9 +33,9 @@ static u16 viw_get_be16(const u8 *p)
 
 static void viw_rx_set_cause(struct viw_qp *qp, u8 layer, u8 etype, u8 ecode)
 {
-	qp->term.cause.layer = layer;
-	qp->term.cause.etype = etype;
-	qp->term.cause.ecode = ecode;
+	qp->rx.cause.layer = layer;
+	qp->rx.cause.etype = etype;
+	qp->rx.cause.ecode = ecode;
 }
 
 static int viw_rx_untagged_error(struct viw_qp *qp, u8 ecode)
@@ -196,9 +196,9 @@ static int viw_rx_start_write(struct viw_qp *qp)
 		return 0;
 	rx->mr = viw_mr_get_remote(qp, rx->ddp.stag, IB_ACCESS_REMOTE_WRITE,
 				   rx->ddp.to, rx->payload_len,
-				   &qp->term.cause);
+				   &qp->rx.cause);
 	if (!rx->mr) {
-		viw_term_tagged_cause(&qp->term.cause, rx->ddp.to,
+		viw_term_tagged_cause(&qp->rx.cause, rx->ddp.to,
 				      rx->payload_len, false);
 		return -EPROTO;
 	}
@@ -217,16 +217,16 @@ static int viw_rx_start_read_resp(struct viw_qp *qp)
 		return -EPROTO;
 	if (rx->ddp.to != ent->sink_to + ent->got ||
 	    (u64)ent->got + rx->payload_len > ent->size) {
-		qp->term.cause.ecode = VIW_DDP_EC_T_BASE_BOUNDS;
+		qp->rx.cause.ecode = VIW_DDP_EC_T_BASE_BOUNDS;
 		return -EPROTO;
 	}
 	if (!rx->payload_len)
 		return 0;
 	rx->mr = viw_mr_get(qp->vdev, qp->ibqp.pd, rx->ddp.stag,
 			    IB_ACCESS_LOCAL_WRITE, rx->ddp.to,
-			    rx->payload_len, &qp->term.cause);
+			    rx->payload_len, &qp->rx.cause);
 	if (!rx->mr) {
-		viw_term_tagged_cause(&qp->term.cause, rx->ddp.to,
+		viw_term_tagged_cause(&qp->rx.cause, rx->ddp.to,
 				      rx->payload_len, false);
 		return -EPROTO;
 	}
@@ -272,10 +272,10 @@ static int viw_rx_read_req(struct viw_qp *qp)
 		ent.mr = viw_mr_get_remote(qp, ent.req.src_stag,
 					   IB_ACCESS_REMOTE_READ,
 					   ent.req.src_to, ent.req.size,
-					   &qp->term.cause);
+					   &qp->rx.cause);
 		if (!ent.mr) {
 			/* RDMAP, not DDP, checks a READ's source */
-			viw_term_tagged_cause(&qp->term.cause, ent.req.src_to,
+			viw_term_tagged_cause(&qp->rx.cause, ent.req.src_to,
 					      ent.req.size, true);
 			return -EPROTO;
 		}
@@ -311,7 +311,7 @@ static bool viw_rx_atomic_allowed(struct viw_qp *qp)
 static struct viw_mr *viw_rx_atomic_target(struct viw_qp *qp,
 					   const struct viw_atomic_req *ar)
 {
-	struct viw_term_cause *cause = &qp->term.cause;
+	struct viw_term_cause *cause = &qp->rx.cause;
 	struct viw_mr *mr;
 
 	if (!viw_rx_atomic_allowed(qp)) {
@@ -346,7 +346,7 @@ static int viw_rx_atomic_req(struct viw_qp *qp)
 	if (rx->ddp.msn != rx->msn_rreq)
 		return viw_rx_untagged_error(qp,
 					     VIW_DDP_EC_UT_INVALID_MSN_RANGE);
-	if (viw_atomic_req_decode(viw_rx_body(rx), &ent.areq, &qp->term.cause))
+	if (viw_atomic_req_decode(viw_rx_body(rx), &ent.areq, &qp->rx.cause))
 		return -EPROTO;
 	ent.mr = viw_rx_atomic_target(qp, &ent.areq);
 	if (!ent.mr)
@@ -462,7 +462,7 @@ static int viw_rx_start_segment(struct viw_qp *qp)
 
 	rx->ulpdu_len = viw_get_be16(rx->hdr);
 	rv = viw_ddp_decode(rx->hdr + VIW_MPA_LEN_SIZE, hlen, &rx->ddp,
-			    &qp->term.cause);
+			    &qp->rx.cause);
 	if (rv)
 		return rv;
 	if (rx->ulpdu_len < hlen) {
@@ -523,7 +523,7 @@ static int viw_rx_hdr(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 
 		if (!hlen) {
 			rv = viw_ddp_decode(rx->hdr + VIW_MPA_LEN_SIZE, 2,
-					    &rx->ddp, &qp->term.cause);
+					    &rx->ddp, &qp->rx.cause);
 			if (!rv)
 				viw_rx_set_cause(qp, VIW_TERM_RDMAP,
 						 VIW_RDMAP_ET_REMOTE_OP,
@@ -680,7 +680,7 @@ static int viw_rx_end_send(struct viw_qp *qp)
 
 	rx->msn_send++;
 	if ((op == VIW_RDMAP_SEND_INV || op == VIW_RDMAP_SEND_SE_INV) &&
-	    viw_mw_remote_inv(qp, rx->ddp.inv_stag, &qp->term.cause)) {
+	    viw_mw_remote_inv(qp, rx->ddp.inv_stag, &qp->rx.cause)) {
 		viw_rx_complete_rqe(qp, VIW_CQE_REM_INV_REQ_ERR);
 		return -EPROTO;
 	}
@@ -786,7 +786,7 @@ static int viw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 		}
 		if (rv < 0) {
 			rx->stage = VIW_RX_DEAD;
-			viw_qp_fail(qp, &qp->term.cause);
+			viw_qp_fail(qp, &qp->rx.cause);
 			break;
 		}
 		done += rv;
