@@ -689,11 +689,52 @@ void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause);
 bool viw_qp_term_sent(struct viw_qp *qp);
 bool viw_qp_direct_error(struct viw_qp *qp);
 void viw_qp_rtr_received(struct viw_qp *qp);
-bool viw_qp_rx_open(struct viw_qp *qp);
-bool viw_qp_tx_open(struct viw_qp *qp);
 void viw_qp_event(struct viw_qp *qp, enum ib_event_type type);
 bool viw_qp_quiet_close(struct viw_qp *qp);
 void viw_device_link_down(struct viw_device *vdev);
+
+/*
+ * The QP's state as the engines see it, without state_lock: predicates on
+ * one READ_ONCE of the state, inline so that the engines need not call up
+ * into viw_qp.c for them.
+ */
+
+/* Connected, or in one of the states a connection leaves behind. */
+static inline bool viw_qp_state_connected(enum ib_qp_state state)
+{
+	return state == IB_QPS_RTS || state == IB_QPS_SQD ||
+	       state == IB_QPS_SQE;
+}
+
+/*
+ * RX takes nothing while the consumer has the QP back (RESET, INIT, RTR),
+ * except for a modify_qp connection, which may come up in RTR: an RTR QP
+ * receives (viw_direct.c).
+ */
+static inline bool viw_qp_rx_open(struct viw_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	if (state == IB_QPS_RTR && READ_ONCE(qp->direct))
+		return true;
+	return viw_qp_state_connected(state) || state == IB_QPS_ERR;
+}
+
+/*
+ * The transmit engine sends in RTS, and a modify_qp connection's QP also in
+ * RTR.  iWARP has no RTR (RDMAC verbs go from IDLE to RTS), and the tools
+ * that connect through modify_qp expect an RTR QP to answer READs, as an
+ * InfiniBand responder does, and perftest's iWARP credit SENDs to leave a
+ * receiver it never moves to RTS (viw_direct.c).
+ */
+static inline bool viw_qp_tx_open(struct viw_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	if (state == IB_QPS_RTR && READ_ONCE(qp->direct))
+		return true;
+	return state == IB_QPS_RTS;
+}
 
 /* viw_tx.c */
 int viw_tx_init(void);

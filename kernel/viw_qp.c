@@ -257,13 +257,6 @@ void viw_qp_enter_error(struct viw_qp *qp)
 	mutex_unlock(&qp->state_lock);
 }
 
-/* Connected, or in one of the states a connection leaves behind. */
-static bool viw_qp_state_connected(enum ib_qp_state state)
-{
-	return state == IB_QPS_RTS || state == IB_QPS_SQD ||
-	       state == IB_QPS_SQE;
-}
-
 /**
  * viw_qp_conn_lost - the QP's connection ended or is being torn down
  * @qp: the QP
@@ -973,36 +966,6 @@ void viw_qp_rtr_received(struct viw_qp *qp)
 	WRITE_ONCE(qp->rtr_expected, 0);
 	viw_cep_post_event(qp->cep, VIW_CEP_EV_RTR);
 	viw_tx_kick(qp);
-}
-
-/*
- * RX takes nothing while the consumer has the QP back (RESET, INIT, RTR),
- * except for a modify_qp connection, which may come up in RTR: an RTR QP
- * receives (viw_direct.c).
- */
-bool viw_qp_rx_open(struct viw_qp *qp)
-{
-	enum ib_qp_state state = READ_ONCE(qp->state);
-
-	if (state == IB_QPS_RTR && READ_ONCE(qp->direct))
-		return true;
-	return viw_qp_state_connected(state) || state == IB_QPS_ERR;
-}
-
-/*
- * The transmit engine sends in RTS, and a modify_qp connection's QP also in
- * RTR.  iWARP has no RTR (RDMAC verbs go from IDLE to RTS), and the tools
- * that connect through modify_qp expect an RTR QP to answer READs, as an
- * InfiniBand responder does, and perftest's iWARP credit SENDs to leave a
- * receiver it never moves to RTS (viw_direct.c).
- */
-bool viw_qp_tx_open(struct viw_qp *qp)
-{
-	enum ib_qp_state state = READ_ONCE(qp->state);
-
-	if (state == IB_QPS_RTR && READ_ONCE(qp->direct))
-		return true;
-	return state == IB_QPS_RTS;
 }
 
 /* The first live QP at or after *@index, referenced; NULL at the end. */
