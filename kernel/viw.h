@@ -366,7 +366,7 @@ struct viw_qp_ib_attrs {
  *	viw_tx_send_rtr();
  *	viw_cep_close() -> viw_qp_conn_lost(), viw_qp_disconnect();
  *	viw_direct_lost() -> viw_qp_quiet_close(); the TX sends under tx_lock
- *   cep->lock -> qp->tx_lock	viw_cep_local_close(): viw_qp_tx_quiesce()
+ *   cep->lock -> qp->tx_lock	viw_cep_local_close(): viw_qp_llp_close()
  *   cep->lock -> socket lock	viw_cep_kick_rx(), releasing the socket
  *   accepted cep->lock -> its listener's cep->lock	(viw_cm.c)
  *   cep->lock -> dd->lock	viw_direct_request() (viw_direct.c)
@@ -682,8 +682,7 @@ struct ib_qp *viw_iw_get_qp(struct ib_device *ibdev, int qpn);
 int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 		   struct socket *sock, const struct viw_qp_conn *conn);
 void viw_qp_disconnect(struct viw_qp *qp);
-bool viw_qp_tx_quiesce(struct viw_qp *qp);
-void viw_qp_tx_resume(struct viw_qp *qp);
+bool viw_qp_llp_close(struct viw_qp *qp);
 void viw_qp_fail(struct viw_qp *qp, const struct viw_term_cause *cause);
 void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause);
 bool viw_qp_term_sent(struct viw_qp *qp);

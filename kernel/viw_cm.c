@@ -1282,12 +1282,10 @@ static void viw_cep_local_close(struct viw_cep *cep)
 	}
 	if (cep->state != VIW_CEP_CLOSING || !cep->fin_pending)
 		return;
-	if (!viw_qp_tx_quiesce(cep->qp)) {
+	if (!viw_qp_llp_close(cep->qp)) {
 		viw_cep_arm(cep, &cep->fin_retry, VIW_FIN_RETRY);
 		return;
 	}
-	kernel_sock_shutdown(cep->sock, SHUT_WR);
-	viw_qp_tx_resume(cep->qp);
 	cep->fin_pending = false;
 }
 

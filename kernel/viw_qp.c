@@ -802,15 +802,21 @@ void viw_qp_disconnect(struct viw_qp *qp)
 	}
 }
 
-/* Hold the transmit engine between FPDUs (for the FIN); false if busy. */
-bool viw_qp_tx_quiesce(struct viw_qp *qp)
+/**
+ * viw_qp_llp_close - end the stream with a FIN between two FPDUs
+ * @qp: a connected QP
+ *
+ * The FIN must not cut an FPDU the transmit engine is sending.
+ * Return: false if the engine is in the middle of one (try again later).
+ */
+bool viw_qp_llp_close(struct viw_qp *qp)
 {
-	return mutex_trylock(&qp->tx_lock);
-}
-
-void viw_qp_tx_resume(struct viw_qp *qp)
-{
+	if (!mutex_trylock(&qp->tx_lock))
+		return false;
+	if (qp->sock)
+		kernel_sock_shutdown(qp->sock, SHUT_WR);
 	mutex_unlock(&qp->tx_lock);
+	return true;
 }
 
 /*
