@@ -214,66 +214,44 @@ perf_once() {
 
 # librdmacm_crashes: how many user-space crashes inside librdmacm the
 # kernel logged.  perftest -R under host load sometimes dies with a general
-# protection fault in librdmacm (at the same offset each time, in its
-# device list code), and its peer is then refused; check-dmesg lets such a
-# crash pass as not viw's.  perf_pair retries that once per pair.
+# protection fault in librdmacm (at the same offset each time), and its
+# peer is then refused; check-dmesg lets such a crash pass as not viw's.
+# perftest_retrying retries that once per pair.
 librdmacm_crashes() { dmesg | grep -c 'traps: .* in librdmacm' || true; }
 
-# perf_pair TEST SIZE ITERS [OPTION...]: perf_once, which must succeed.
-# perftest calibrates its cycle counter against the clock before it
-# reports; under QEMU/TCG the samples sometimes correlate too poorly and
-# perftest gives up ("Can't produce a report") after a successful run.
-# Only that failure, matched by its message, is retried (up to 5 runs),
-# and once a crash inside librdmacm (librdmacm_crashes).
-perf_pair() {
-	local log=$VIW_OUT/$1${PERF_TAG:-}-$2 i try crashes crashed=0
+# perftest_retrying LOG CMD...: run CMD, a perftest server/client pair
+# that writes LOG.server and LOG.client, until it succeeds.  perftest
+# calibrates its cycle counter against the clock before it reports; under
+# QEMU/TCG the samples sometimes correlate too poorly and perftest gives
+# up ("Can't produce a report") after a successful run.  Only that
+# failure, matched by its message, is retried (up to 5 runs), and once a
+# crash inside librdmacm (librdmacm_crashes).  Each failed run's logs are
+# kept as LOG.server.N and LOG.client.N.
+perftest_retrying() {
+	local log=$1 i try crashes crashed=0
+	shift
 	for try in 1 2 3 4 5; do
 		crashes=$(librdmacm_crashes)
-		perf_once "$@" && return 0
+		"$@" && return 0
 		if perftest_clock_failed "$log.server" "$log.client"; then
-			echo "NOTE: $1 size $2: perftest could not calibrate its clock (run $try)"
+			echo "NOTE: ${log##*/}: perftest could not calibrate its clock (run $try)"
 		elif [ "$(librdmacm_crashes)" != "$crashes" ] && [ $crashed = 0 ]; then
 			crashed=1
-			echo "NOTE: $1 size $2: perftest crashed in librdmacm (run $try): $(dmesg | grep 'in librdmacm' | tail -n1)"
+			echo "NOTE: ${log##*/}: perftest crashed in librdmacm (run $try): $(dmesg | grep 'in librdmacm' | tail -n1)"
 		else
 			break
 		fi
 		for i in server client; do mv "$log.$i" "$log.$i.$try"; done
 	done
-	tail -n 20 "$log.server" "$log.client" >&2
-	die "$1${PERF_CONN:+ $PERF_CONN} size $2 failed"
+	tail -n 20 "$log.server" "$log.client" | cut -c1-200 >&2
+	return 1
 }
 
-# pingpong_pair TOOL SERVER_NS CLIENT_NS GID [OPTION...]: one run of an
-# ibv_*_pingpong TOOL (a connection made by modify_qp) between $DEV_A and
-# $DEV_B, the server in SERVER_NS (a or b); both sides must pass within
-# 60 s.  Prints the client's "bytes in" and "iters in" lines.
-pingpong_pair() {
-	local tool=$1 sns=$2 cns=$3 gidx=$4 sdev cdev saddr spid rc=0 tag
-	shift 4
-	tag="$tool-$sns$cns-g$gidx$(echo "$@" | tr -d ' ')"
-	if [ "$sns" = a ]; then sdev=$DEV_A cdev=$DEV_B saddr=$IP_A
-	else sdev=$DEV_B cdev=$DEV_A saddr=$IP_B; fi
-	ip netns exec "$sns" timeout 60 "$tool" -d "$sdev" -g "$gidx" "$@" \
-		</dev/null >"$VIW_OUT/$tag.server" 2>&1 &
-	spid=$!
-	wait_listen "$sns" 18515
-	ip netns exec "$cns" timeout 60 "$tool" -d "$cdev" -g "$gidx" "$@" "$saddr" \
-		</dev/null >"$VIW_OUT/$tag.client" 2>&1 || rc=$?
-	wait "$spid" || rc=$((rc ? rc : $?))
-	if [ "$rc" != 0 ]; then
-		tail -n 5 "$VIW_OUT/$tag.server" "$VIW_OUT/$tag.client" >&2
-		die "$tool $* (server $sns, GID $gidx) failed: $rc"
-	fi
-	grep -hE "(bytes|iters) in" "$VIW_OUT/$tag.client"
-}
-
-# port_counter DEV NAME: a port counter of DEV, as "rdma statistic" shows
-# it ("link DEV/1 name value name value ..."); fails if DEV has none NAME.
-port_counter() {
-	rdma statistic show link "$1/1" |
-		awk -v n="$2" '{ for (i = 3; i < NF; i += 2) if ($i == n) { print $(i + 1); f = 1 } }
-			END { exit !f }'
+# perf_pair TEST SIZE ITERS [OPTION...]: perf_once, which must succeed
+# (retried as perftest_retrying says).
+perf_pair() {
+	perftest_retrying "$VIW_OUT/$1${PERF_TAG:-}-$2" perf_once "$@" ||
+		die "$1${PERF_CONN:+ $PERF_CONN} size $2 failed"
 }
 
 in_a() { ip netns exec "$NS_A" "$@"; }
