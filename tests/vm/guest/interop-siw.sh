@@ -50,6 +50,7 @@ pair_once() {
 	wait_listen "$sns" 18515	# perftest's port
 	ip netns exec "$cns" timeout 120 taskset -c 0 "$@" "$addr" </dev/null \
 		>"$VIW_OUT/$name.client" 2>&1 || rc=$?
+	[ "$rc" = 0 ] || stop_server "$spid"
 	wait "$spid" || rc=$((rc ? rc : $?))
 	return "$rc"
 }
