@@ -265,6 +265,38 @@ perf_pair() {
 		die "$1${PERF_CONN:+ $PERF_CONN} size $2 failed"
 }
 
+# pingpong_pair TOOL SERVER_NS CLIENT_NS GID [OPTION...]: one run of an
+# ibv_*_pingpong TOOL (a connection made by modify_qp) between $DEV_A and
+# $DEV_B, the server in SERVER_NS (a or b); both sides must pass within
+# 60 s.  Prints the client's "bytes in" and "iters in" lines.
+pingpong_pair() {
+	local tool=$1 sns=$2 cns=$3 gidx=$4 sdev cdev saddr spid rc=0 tag
+	shift 4
+	tag="$tool-$sns$cns-g$gidx$(echo "$@" | tr -d ' ')"
+	if [ "$sns" = a ]; then sdev=$DEV_A cdev=$DEV_B saddr=$IP_A
+	else sdev=$DEV_B cdev=$DEV_A saddr=$IP_B; fi
+	ip netns exec "$sns" timeout 60 "$tool" -d "$sdev" -g "$gidx" "$@" \
+		</dev/null >"$VIW_OUT/$tag.server" 2>&1 &
+	spid=$!
+	wait_listen "$sns" 18515
+	ip netns exec "$cns" timeout 60 "$tool" -d "$cdev" -g "$gidx" "$@" "$saddr" \
+		</dev/null >"$VIW_OUT/$tag.client" 2>&1 || rc=$?
+	wait "$spid" || rc=$((rc ? rc : $?))
+	if [ "$rc" != 0 ]; then
+		tail -n 5 "$VIW_OUT/$tag.server" "$VIW_OUT/$tag.client" >&2
+		die "$tool $* (server $sns, GID $gidx) failed: $rc"
+	fi
+	grep -hE "(bytes|iters) in" "$VIW_OUT/$tag.client"
+}
+
+# port_counter DEV NAME: a port counter of DEV, as "rdma statistic" shows
+# it ("link DEV/1 name value name value ..."); fails if DEV has none NAME.
+port_counter() {
+	rdma statistic show link "$1/1" |
+		awk -v n="$2" '{ for (i = 3; i < NF; i += 2) if ($i == n) { print $(i + 1); f = 1 } }
+			END { exit !f }'
+}
+
 in_a() { ip netns exec "$NS_A" "$@"; }
 in_b() { ip netns exec "$NS_B" "$@"; }
 
