@@ -167,6 +167,12 @@ wait_unlisten() {
 		die "port $2 in namespace $1 still listens"
 }
 
+# stop_server PID: the client failed, and a server still waiting for it
+# would wait out its timeout: give it 5 s to finish, then stop it.
+stop_server() {
+	wait_for 5 sh -c "! kill -0 $1 2>/dev/null" || kill "$1" 2>/dev/null || true
+}
+
 # perftest_credit_mr_leak TEST LOG: perftest before 23.07 (Debian 12 has
 # 4.5-0.17) registers ib_send_bw's iWARP credit MR on every iWARP run but
 # deregisters it only with rdma_cm, so without -R both sides end with
@@ -206,6 +212,7 @@ perf_once() {
 	# shellcheck disable=SC2086
 	in_a timeout 120 stdbuf -oL taskset -c 0 "$test" $conn -d "$DEV_A" -s "$size" \
 		-n "$iters" "$@" "$IP_B" </dev/null >"$log.client" 2>&1 || rc=$?
+	[ "$rc" = 0 ] || stop_server "$spid"
 	wait "$spid" || rc=$((rc ? rc : $?))
 	[ "$rc" = 0 ] || perftest_credit_mr_leak "$test" "$log" || return "$rc"
 	# the result line: size, iterations, then the figures
@@ -213,35 +220,49 @@ perf_once() {
 }
 
 # librdmacm_crashes: how many user-space crashes inside librdmacm the
-# kernel logged.  perftest -R under host load sometimes dies with a general
-# protection fault in librdmacm (at the same offset each time, in its
-# device list code), and its peer is then refused; check-dmesg lets such a
-# crash pass as not viw's.  perf_pair retries that once per pair.
+# kernel logged.  perftest -R has a race of its own: its server accepts the
+# control connection on the port, destroys that listener, and only then
+# listens again for the data connection (perftest_communication.c,
+# rdma_server_connect, then rdma_cm_server_connection).  A client that
+# connects in between is refused (RDMA_CM_EVENT_REJECTED, -111), on siw
+# too, and perftest then crashes in librdmacm while it cleans up.  Under
+# host load the window is wide enough to hit.
 librdmacm_crashes() { dmesg | grep -c 'traps: .* in librdmacm' || true; }
 
-# perf_pair TEST SIZE ITERS [OPTION...]: perf_once, which must succeed.
-# perftest calibrates its cycle counter against the clock before it
-# reports; under QEMU/TCG the samples sometimes correlate too poorly and
-# perftest gives up ("Can't produce a report") after a successful run.
-# Only that failure, matched by its message, is retried (up to 5 runs),
-# and once a crash inside librdmacm (librdmacm_crashes).
-perf_pair() {
-	local log=$VIW_OUT/$1${PERF_TAG:-}-$2 i try crashes crashed=0
+# perftest_retrying LOG CMD...: run CMD, a perftest server/client pair
+# that writes LOG.server and LOG.client, until it succeeds.  perftest
+# calibrates its cycle counter against the clock before it reports; under
+# QEMU/TCG the samples sometimes correlate too poorly and perftest gives
+# up ("Can't produce a report") after a successful run.  Only that
+# failure, matched by its message, is retried (up to 5 runs), and so is
+# perftest's listener race (librdmacm_crashes), matched by the refusal and
+# the crash that follows it.  Each failed run's logs are kept as
+# LOG.server.N and LOG.client.N.
+perftest_retrying() {
+	local log=$1 i try crashes
+	shift
 	for try in 1 2 3 4 5; do
 		crashes=$(librdmacm_crashes)
-		perf_once "$@" && return 0
+		"$@" && return 0
 		if perftest_clock_failed "$log.server" "$log.client"; then
-			echo "NOTE: $1 size $2: perftest could not calibrate its clock (run $try)"
-		elif [ "$(librdmacm_crashes)" != "$crashes" ] && [ $crashed = 0 ]; then
-			crashed=1
-			echo "NOTE: $1 size $2: perftest crashed in librdmacm (run $try): $(dmesg | grep 'in librdmacm' | tail -n1)"
+			echo "NOTE: ${log##*/}: perftest could not calibrate its clock (run $try)"
+		elif [ "$(librdmacm_crashes)" != "$crashes" ] &&
+		     grep -q "RDMA_CM_EVENT_REJECTED; error: -111" "$log.client"; then
+			echo "NOTE: ${log##*/}: perftest's own listener race: refused, then crashed in librdmacm (run $try)"
 		else
 			break
 		fi
 		for i in server client; do mv "$log.$i" "$log.$i.$try"; done
 	done
-	tail -n 20 "$log.server" "$log.client" >&2
-	die "$1${PERF_CONN:+ $PERF_CONN} size $2 failed"
+	tail -n 20 "$log.server" "$log.client" | cut -c1-200 >&2
+	return 1
+}
+
+# perf_pair TEST SIZE ITERS [OPTION...]: perf_once, which must succeed
+# (retried as perftest_retrying says).
+perf_pair() {
+	perftest_retrying "$VIW_OUT/$1${PERF_TAG:-}-$2" perf_once "$@" ||
+		die "$1${PERF_CONN:+ $PERF_CONN} size $2 failed"
 }
 
 # pingpong_pair TOOL SERVER_NS CLIENT_NS GID [OPTION...]: one run of an

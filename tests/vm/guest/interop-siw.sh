@@ -50,26 +50,16 @@ pair_once() {
 	wait_listen "$sns" 18515	# perftest's port
 	ip netns exec "$cns" timeout 120 taskset -c 0 "$@" "$addr" </dev/null \
 		>"$VIW_OUT/$name.client" 2>&1 || rc=$?
+	[ "$rc" = 0 ] || stop_server "$spid"
 	wait "$spid" || rc=$((rc ? rc : $?))
 	return "$rc"
 }
 
-# pair ...: pair_once, which must succeed.  Only perftest's failure to
-# calibrate its cycle counter under QEMU/TCG ("Can't produce a report",
-# after a successful run) is retried, up to 5 runs.
+# pair ...: pair_once, which must succeed (retried as lib.sh's
+# perftest_retrying says).
 pair() {
-	local name=$4 i try
-	for try in 1 2 3 4 5; do
-		pair_once "$@" && { log "$name ok"; return 0; }
-		perftest_clock_failed "$VIW_OUT/$name.server" \
-			"$VIW_OUT/$name.client" || break
-		echo "NOTE: $name: perftest could not calibrate its clock (run $try)"
-		for i in server client; do
-			mv "$VIW_OUT/$name.$i" "$VIW_OUT/$name.$i.$try"
-		done
-	done
-	tail -n 15 "$VIW_OUT/$name.server" "$VIW_OUT/$name.client" | cut -c1-200 >&2
-	die "$name failed"
+	perftest_retrying "$VIW_OUT/$4" pair_once "$@" || die "$4 failed"
+	log "$4 ok"
 }
 
 rping_pair() {	# SERVER_NS CLIENT_NS SERVER_ADDR NAME
