@@ -413,6 +413,8 @@ struct viw_qp {
 	struct viw_qp_ib_attrs ib;
 	/* Set at INIT->RTR with an address vector: modify_qp connects it. */
 	struct viw_direct_qp *direct;
+	/* The CEP making that connection, referenced (viw_direct.c). */
+	struct viw_cep *connecting;
 	bool direct_started;		/* viw_direct_start() was called */
 	bool peer_closed;		/* its stream ended by a FIN, quietly */
 
@@ -546,11 +548,8 @@ void viw_gid_exit(void);
 int viw_direct_add_device(struct viw_device *vdev);
 void viw_direct_remove_device(struct viw_device *vdev);
 int viw_direct_modify(struct viw_qp *qp, struct ib_qp_attr *attr, int mask);
-void viw_direct_qp_error(struct viw_qp *qp);
 void viw_direct_qp_destroy(struct viw_qp *qp);
-void viw_direct_failed(struct viw_qp *qp, int status);
-void viw_direct_lost(struct viw_qp *qp, bool graceful);
-void viw_direct_send_after_close(struct viw_qp *qp);
+void viw_direct_start(struct viw_qp *qp);
 
 /* viw_ring.c */
 int viw_qmem_alloc(struct viw_qmem *qm, size_t size);
@@ -659,11 +658,7 @@ int viw_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad_wr);
 int viw_srq_take(struct viw_srq *srq, struct viw_rqe *rqe);
 
-/* viw_qp.c */
-int viw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-		  const struct ib_send_wr **bad_wr);
-int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-		  const struct ib_recv_wr **bad_wr);
+/* viw_qp_verbs.c */
 int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		  struct ib_udata *udata);
 int viw_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
@@ -671,6 +666,15 @@ int viw_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 int viw_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		 struct ib_qp_init_attr *init_attr);
 int viw_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+
+/* viw_qp.c */
+int viw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		  const struct ib_send_wr **bad_wr);
+int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		  const struct ib_recv_wr **bad_wr);
+void viw_qp_init(struct viw_qp *qp);
+int viw_qp_check_attr(struct viw_qp *qp, struct ib_qp_attr *attr, int mask);
+void viw_qp_apply_attr(struct viw_qp *qp, struct ib_qp_attr *attr, int mask);
 void viw_qp_enter_error(struct viw_qp *qp);
 void viw_qp_conn_lost(struct viw_qp *qp);
 void viw_qp_get(struct viw_qp *qp);

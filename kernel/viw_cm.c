@@ -122,7 +122,9 @@ u64 viw_cm_tcp_retrans(struct viw_device *vdev)
 
 static void viw_cep_work(struct work_struct *work);
 static void viw_cep_timeout(struct work_struct *work);
-static void viw_cep_direct_adopt(struct viw_cep *cep, struct socket *nsock);
+static void viw_cep_direct_adopt(struct viw_cep *cep,
+				 const struct viw_cep_owner *owner,
+				 struct socket *nsock);
 static void viw_cep_fin_retry(struct work_struct *work);
 
 static struct viw_cep *viw_cep_alloc(struct viw_device *vdev)
@@ -479,7 +481,7 @@ static void viw_cep_close(struct viw_cep *cep, int status, bool abort)
 	if (was_up)
 		trace_viw_cm_close(cep->vdev, cep, status, abort);
 	if (cep->qp && cep->direct && was_up)
-		viw_direct_lost(cep->qp, !status && !abort);
+		cep->direct->lost(cep->qp, !status && !abort);
 	if (cep->qp)
 		viw_qp_conn_lost(cep->qp);
 	viw_cep_shutdown_socket(cep, abort);
@@ -594,7 +596,7 @@ static void viw_cep_connect_failed(struct viw_cep *cep, int status)
 	viw_cep_release_socket(cep, true);
 	if (cep->qp) {
 		if (cep->direct)
-			viw_direct_failed(cep->qp, status);
+			cep->direct->failed(cep->qp, status);
 		viw_qp_put(cep->qp);
 		cep->qp = NULL;
 	}
@@ -647,7 +649,7 @@ static void viw_cep_reply_received(struct viw_cep *cep)
 	if (rv == -ECONNREFUSED)
 		viw_count(cep->vdev, VIW_CNT_MPA_REJECT_RCVD, 1);
 	if (!rv && cep->direct)
-		rv = viw_direct_check_reply(cep);
+		rv = cep->direct->check_reply(cep);
 	if (rv) {
 		viw_cep_connect_failed(cep, rv == -ECONNREFUSED ?
 					    -ECONNREFUSED : -ECONNRESET);
@@ -809,7 +811,7 @@ static void viw_cep_request_received(struct viw_cep *cep)
 	mutex_lock(&lcep->lock);
 	if (lcep->direct && lcep->state == VIW_CEP_LISTENING) {
 		/* The device stays while its listener does. */
-		viw_direct_request(cep);
+		lcep->direct->request(cep);
 	} else if (lcep->state == VIW_CEP_LISTENING && lcep->cm_id) {
 		cep->state = VIW_CEP_MPA_REQ_RCVD;
 		/* Held for iw_cm until it calls accept or reject. */
@@ -836,7 +838,7 @@ static void viw_cep_accept_one(struct viw_cep *lcep, struct socket *nsock)
 	viw_cep_get(lcep);
 	cep->listener = lcep;
 	if (lcep->direct)
-		viw_cep_direct_adopt(cep, nsock);
+		viw_cep_direct_adopt(cep, lcep->direct, nsock);
 	/* The accepted socket inherited the listener's callbacks. */
 	cep->sk_state_change = lcep->sk_state_change;
 	cep->sk_data_ready = lcep->sk_data_ready;
@@ -1389,21 +1391,24 @@ static void viw_sock_hold_net(struct sock *sk)
 	sock_inuse_add(sock_net(sk), 1);
 }
 
-static void viw_cep_direct_adopt(struct viw_cep *cep, struct socket *nsock)
+static void viw_cep_direct_adopt(struct viw_cep *cep,
+				 const struct viw_cep_owner *owner,
+				 struct socket *nsock)
 {
-	cep->direct = true;
+	cep->direct = owner;
 	viw_sock_hold_net(nsock->sk);
 }
 
-/* Listen on @sock (bound, listening) for modify_qp connections. */
+/* Listen on @sock (bound, listening) for modify_qp connections of @owner. */
 struct viw_cep *viw_cep_direct_listen(struct viw_device *vdev,
-				      struct socket *sock)
+				      struct socket *sock,
+				      const struct viw_cep_owner *owner)
 {
 	struct viw_cep *cep = viw_cep_alloc(vdev);
 
 	if (!cep)
 		return NULL;
-	cep->direct = true;
+	cep->direct = owner;
 	lockdep_set_class(&cep->lock, &viw_listener_lock_key);
 	viw_cep_save_callbacks(cep, sock->sk);
 	mutex_lock(&cep->lock);
@@ -1427,6 +1432,7 @@ void viw_cep_direct_unlisten(struct viw_cep *lcep)
 /**
  * viw_cep_direct_connect - start the connection of a modify_qp QP
  * @qp: the QP, in RTR
+ * @owner: what the CEP reports to
  * @sock: a new TCP socket, consumed
  * @laddr: the local address to bind to
  * @raddr: the acceptor's address and port
@@ -1438,7 +1444,9 @@ void viw_cep_direct_unlisten(struct viw_cep *lcep)
  *
  * Return: 0, or a negative errno (the QP is then not referenced).
  */
-int viw_cep_direct_connect(struct viw_qp *qp, struct socket *sock,
+int viw_cep_direct_connect(struct viw_qp *qp,
+			   const struct viw_cep_owner *owner,
+			   struct socket *sock,
 			   struct sockaddr_storage *laddr,
 			   struct sockaddr_storage *raddr, int alen,
 			   const void *pdata, u16 len, unsigned long timeout,
@@ -1457,7 +1465,7 @@ int viw_cep_direct_connect(struct viw_qp *qp, struct socket *sock,
 		return -ENOMEM;
 	}
 	mutex_lock(&cep->lock);
-	cep->direct = true;
+	cep->direct = owner;
 	cep->active = true;
 	viw_qp_get(qp);
 	cep->qp = qp;

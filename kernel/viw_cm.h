@@ -42,6 +42,23 @@ struct viw_qp;
 struct viw_device;
 
 /*
+ * What the CEP of a modify_qp connection reports to its owner, the
+ * modify_qp connection manager (viw_direct.c), as an iw_cm CEP reports to
+ * iw_cm through its cm_id's event handler.  The owner sits above the CM:
+ * the CM reaches it only through these.
+ */
+struct viw_cep_owner {
+	/* An MPA request arrived on the owner's listener: cep->lock held. */
+	void (*request)(struct viw_cep *cep);
+	/* The acceptor's MPA reply arrived: 0 to go on, or a negative errno. */
+	int (*check_reply)(struct viw_cep *cep);
+	/* The connect attempt for @qp failed. */
+	void (*failed)(struct viw_qp *qp, int status);
+	/* The established connection of @qp ended, by a FIN if @graceful. */
+	void (*lost)(struct viw_qp *qp, bool graceful);
+};
+
+/*
  * modify_qp connections (viw_direct.c): the TCP port every device listens
  * on, and the private data of their MPA request and reply.
  */
@@ -88,8 +105,8 @@ struct viw_cep {
 	u16 ird;
 	u16 ord;
 
-	/* modify_qp connection (viw_direct.c) */
-	bool direct;
+	/* modify_qp connection: its owner (viw_direct.c), else NULL */
+	const struct viw_cep_owner *direct;
 	struct list_head pend_entry;	/* passive: waiting for its QP */
 	struct sockaddr_storage direct_peer;
 	u32 direct_src;			/* QPNs of the request */
@@ -120,9 +137,12 @@ int viw_iw_destroy_listen(struct iw_cm_id *cm_id);
 
 /* modify_qp connections: viw_cm.c's side */
 struct viw_cep *viw_cep_direct_listen(struct viw_device *vdev,
-				      struct socket *sock);
+				      struct socket *sock,
+				      const struct viw_cep_owner *owner);
 void viw_cep_direct_unlisten(struct viw_cep *lcep);
-int viw_cep_direct_connect(struct viw_qp *qp, struct socket *sock,
+int viw_cep_direct_connect(struct viw_qp *qp,
+			   const struct viw_cep_owner *owner,
+			   struct socket *sock,
 			   struct sockaddr_storage *laddr,
 			   struct sockaddr_storage *raddr, int alen,
 			   const void *pdata, u16 len, unsigned long timeout,
@@ -135,9 +155,6 @@ int viw_cep_direct_accept(struct viw_cep *cep, struct viw_qp *qp,
 void viw_cep_direct_reject(struct viw_cep *cep);
 
 /* modify_qp connections: viw_direct.c's side */
-void viw_direct_request(struct viw_cep *cep);
-int viw_direct_check_reply(struct viw_cep *cep);
-void viw_direct_start(struct viw_qp *qp);
 void viw_direct_free_device(struct viw_device *vdev);
 
 #endif /* VIW_CM_H */

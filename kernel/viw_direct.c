@@ -37,6 +37,7 @@
 #define VIW_DIRECT_WAIT_MAX	(60 * HZ)
 
 static const u8 viw_direct_magic[4] = { 'v', 'i', 'w', 'D' };
+static const struct viw_cep_owner viw_direct_owner;
 
 struct viw_direct_dev {
 	struct mutex lock;		/* pending, and the QPs' accepting flag */
@@ -51,7 +52,6 @@ struct viw_direct_qp {
 	bool accepting;			/* passive, in RTR: under dd->lock */
 	struct sockaddr_storage laddr;
 	struct sockaddr_storage raddr;	/* port VIW_DIRECT_PORT if active */
-	struct viw_cep *cep;		/* active: the connecting CEP */
 	unsigned long start;		/* jiffies at RTR */
 	struct delayed_work deadline;
 };
@@ -120,24 +120,25 @@ static bool viw_direct_is_active(const union ib_gid *lgid, u32 lqpn,
  * Nothing is raised when the QP was in ERROR or RESET already, the
  * consumer's doing.
  */
-static void viw_direct_fail(struct viw_qp *qp, int status)
+static bool viw_direct_fail(struct viw_qp *qp, int status)
 {
 	if (!viw_qp_direct_error(qp))
-		return;
+		return false;
 	ibdev_dbg(qp->ibqp.device, "QP %u: modify_qp connection failed: %d\n",
 		  qp->ibqp.qp_num, status);
 	viw_qp_event(qp, IB_EVENT_QP_FATAL);
+	return true;
 }
 
-/* Called by viw_cm.c: a direct connect attempt failed. */
-void viw_direct_failed(struct viw_qp *qp, int status)
+/* From the CM: a direct connect attempt failed. */
+static void viw_direct_failed(struct viw_qp *qp, int status)
 {
 	viw_count(qp->vdev, VIW_CNT_CONN_FAILED, 1);
 	viw_direct_fail(qp, status);
 }
 
 /*
- * Called by viw_cm.c: an established direct connection ended, by a FIN
+ * From the CM: an established direct connection ended, by a FIN
  * (@graceful) or otherwise.  The tools destroy their QP right after their
  * last completion, and InfiniBand's RC QP notices a peer that left only
  * when it sends: a tool still polling for the completions of its last
@@ -145,7 +146,7 @@ void viw_direct_failed(struct viw_qp *qp, int status)
  * flight the QP stays as it is (viw_qp_quiet_close); a reset, a
  * TERMINATE or a FIN with WRs in flight fails it now.
  */
-void viw_direct_lost(struct viw_qp *qp, bool graceful)
+static void viw_direct_lost(struct viw_qp *qp, bool graceful)
 {
 	if (graceful && viw_qp_quiet_close(qp)) {
 		ibdev_dbg(qp->ibqp.device,
@@ -156,22 +157,18 @@ void viw_direct_lost(struct viw_qp *qp, bool graceful)
 	viw_direct_fail(qp, -ECONNRESET);
 }
 
-/* A WR posted after the peer closed quietly: it cannot be delivered. */
-void viw_direct_send_after_close(struct viw_qp *qp)
-{
-	viw_direct_fail(qp, -EPIPE);
-}
-
 static void viw_direct_deadline(struct work_struct *work)
 {
 	struct viw_direct_qp *dq = container_of(to_delayed_work(work),
 						struct viw_direct_qp,
 						deadline);
 
-	if (!READ_ONCE(dq->qp->cep)) {
+	/*
+	 * The deadline is not cancelled when the QP enters ERROR: then it
+	 * finds nothing to fail, and counts nothing.
+	 */
+	if (!READ_ONCE(dq->qp->cep) && viw_direct_fail(dq->qp, -ETIMEDOUT))
 		viw_count(dq->qp->vdev, VIW_CNT_CONN_FAILED, 1);
-		viw_direct_fail(dq->qp, -ETIMEDOUT);
-	}
 }
 
 /*
@@ -348,7 +345,7 @@ static void viw_direct_prune(struct viw_direct_dev *dd)
  * Accepts it for the QP it names if that QP waits for it, keeps it (for a
  * bounded time) if the QP is not yet in RTR, or rejects it.
  */
-void viw_direct_request(struct viw_cep *cep)
+static void viw_direct_request(struct viw_cep *cep)
 {
 	struct viw_direct_dev *dd = cep->vdev->direct;
 	const struct viw_direct_pdata *pd;
@@ -456,9 +453,10 @@ static int viw_direct_active_start(struct viw_qp *qp)
 	if (rv)
 		return rv;
 	viw_direct_fill(&pd, qp->ibqp.qp_num, qp->ib.dest_qp_num);
-	rv = viw_cep_direct_connect(qp, sock, &dq->laddr, &dq->raddr,
-				    viw_sa_len(&dq->raddr), &pd, sizeof(pd),
-				    viw_direct_bound(&qp->ib), &dq->cep);
+	rv = viw_cep_direct_connect(qp, &viw_direct_owner, sock, &dq->laddr,
+				    &dq->raddr, viw_sa_len(&dq->raddr), &pd,
+				    sizeof(pd), viw_direct_bound(&qp->ib),
+				    &qp->connecting);
 	ibdev_dbg(qp->ibqp.device, "QP %u: connecting to %pISpc QP %u: %d\n",
 		  qp->ibqp.qp_num, &dq->raddr, qp->ib.dest_qp_num, rv);
 	return rv;
@@ -485,7 +483,7 @@ void viw_direct_start(struct viw_qp *qp)
 }
 
 /* Reply of the acceptor: the marker and both QP numbers, swapped. */
-int viw_direct_check_reply(struct viw_cep *cep)
+static int viw_direct_check_reply(struct viw_cep *cep)
 {
 	const struct viw_direct_pdata *pd;
 	struct viw_qp *qp = cep->qp;
@@ -503,17 +501,12 @@ int viw_direct_check_reply(struct viw_cep *cep)
 	return 0;
 }
 
-/* The QP went to ERROR (state_lock held): stop what is under way. */
-void viw_direct_qp_error(struct viw_qp *qp)
-{
-	struct viw_direct_qp *dq = qp->direct;
-
-	if (!dq)
-		return;
-	cancel_delayed_work(&dq->deadline);
-	if (dq->cep)
-		viw_cep_post_event(dq->cep, VIW_CEP_EV_ABORT);
-}
+static const struct viw_cep_owner viw_direct_owner = {
+	.request = viw_direct_request,
+	.check_reply = viw_direct_check_reply,
+	.failed = viw_direct_failed,
+	.lost = viw_direct_lost,
+};
 
 /* destroy_qp, after the QP was released by its connection. */
 void viw_direct_qp_destroy(struct viw_qp *qp)
@@ -523,8 +516,9 @@ void viw_direct_qp_destroy(struct viw_qp *qp)
 	if (!dq)
 		return;
 	cancel_delayed_work_sync(&dq->deadline);
-	if (dq->cep)
-		viw_cep_put(dq->cep);
+	if (qp->connecting)
+		viw_cep_put(qp->connecting);
+	qp->connecting = NULL;
 	qp->direct = NULL;
 	kfree(dq);
 }
@@ -586,7 +580,8 @@ int viw_direct_add_device(struct viw_device *vdev)
 	if (rv)
 		rv = viw_direct_listen_sock(vdev, AF_INET, &sock);
 	if (!rv) {
-		dd->listener = viw_cep_direct_listen(vdev, sock);
+		dd->listener = viw_cep_direct_listen(vdev, sock,
+						     &viw_direct_owner);
 		if (!dd->listener) {
 			sock_release(sock);
 			rv = -ENOMEM;

@@ -17,7 +17,6 @@
 #include "viw_cm.h"
 #include "viw_trace.h"
 
-#define VIW_MAX_QP_ID 0xffffff
 /* How long the error work waits for the TERMINATE to go out. */
 #define VIW_TERM_TIMEOUT	HZ
 
@@ -40,95 +39,9 @@
 
 static void viw_qp_err_work(struct work_struct *work);
 
-static int viw_qp_check_init_attr(struct ib_qp_init_attr *attr)
+/* The state machine's and the engines' parts of a new QP (create_qp). */
+void viw_qp_init(struct viw_qp *qp)
 {
-	struct ib_qp_cap *cap = &attr->cap;
-
-	if (attr->qp_type != IB_QPT_RC || attr->create_flags)
-		return -EOPNOTSUPP;
-	if (!attr->send_cq || !attr->recv_cq)
-		return -EINVAL;
-	if (cap->max_send_wr > VIW_MAX_QP_WR ||
-	    cap->max_recv_wr > VIW_MAX_QP_WR ||
-	    cap->max_send_sge > VIW_MAX_SGE ||
-	    cap->max_recv_sge > VIW_MAX_SGE ||
-	    cap->max_inline_data > VIW_MAX_INLINE)
-		return -EINVAL;
-	return 0;
-}
-
-static int viw_qp_alloc_queues(struct viw_qp *qp, struct ib_qp_init_attr *attr,
-			       struct ib_udata *udata,
-			       struct viw_uresp_create_qp *uresp)
-{
-	struct ib_qp_cap *cap = &attr->cap;
-	int rv;
-
-	rv = viw_wq_init(&qp->sq, roundup_pow_of_two(max(cap->max_send_wr, 1U)),
-			 sizeof(struct viw_sqe), cap->max_send_sge);
-	if (rv)
-		return rv;
-	rv = viw_ring_expose(&qp->sq.ring, udata, &uresp->sq_key);
-	if (rv)
-		goto err_sq;
-	uresp->num_sqe = qp->sq.ring.num_slots;
-	uresp->sq_size = qp->sq.ring.size;
-	if (qp->srq)
-		return 0;
-
-	rv = viw_wq_init(&qp->rq, roundup_pow_of_two(max(cap->max_recv_wr, 1U)),
-			 sizeof(struct viw_rqe), cap->max_recv_sge);
-	if (rv)
-		goto err_sq;
-	rv = viw_ring_expose(&qp->rq.ring, udata, &uresp->rq_key);
-	if (rv)
-		goto err_rq;
-	uresp->num_rqe = qp->rq.ring.num_slots;
-	uresp->rq_size = qp->rq.ring.size;
-	return 0;
-
-err_rq:
-	viw_wq_free(&qp->rq);
-err_sq:
-	viw_wq_free(&qp->sq);
-	return rv;
-}
-
-/* Identifies a QP for its type 2 windows, which outlive qp_num's reuse. */
-static atomic64_t viw_qp_uid_seq = ATOMIC64_INIT(0);
-
-int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
-		  struct ib_udata *udata)
-{
-	struct viw_device *vdev = to_viw_dev(ibqp->device);
-	struct viw_qp *qp = to_viw_qp(ibqp);
-	struct viw_uresp_create_qp uresp = {};
-	u32 id;
-	int rv;
-
-	/* Kernel consumers come with the kernel post paths, not yet. */
-	if (!udata)
-		return -EOPNOTSUPP;
-	rv = viw_qp_check_init_attr(attr);
-	if (rv)
-		return rv;
-	if (udata->outlen < sizeof(uresp))
-		return -EINVAL;
-	if (!viw_obj_get(vdev, VIW_OBJ_QP))
-		return -ENOMEM;
-
-	qp->vdev = vdev;
-	qp->uid = atomic64_inc_return(&viw_qp_uid_seq);
-	qp->scq = to_viw_cq(attr->send_cq);
-	qp->rcq = to_viw_cq(attr->recv_cq);
-	qp->srq = attr->srq ? to_viw_srq(attr->srq) : NULL;
-	/*
-	 * RDMAC verbs have no RESET: a new QP is IDLE, which verbs call INIT
-	 * (as siw reports it, and as rdma-core's tests expect of an RNIC).
-	 */
-	qp->state = IB_QPS_INIT;
-	qp->sq_sig_all = attr->sq_sig_type == IB_SIGNAL_ALL_WR;
-	qp->max_inline = VIW_MAX_INLINE;
 	mutex_init(&qp->state_lock);
 	refcount_set(&qp->ref, 1);
 	atomic_set(&qp->iw_handover, 0);
@@ -137,46 +50,6 @@ int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	spin_lock_init(&qp->rq.lock);
 	INIT_WORK(&qp->err_work, viw_qp_err_work);
 	viw_tx_qp_init(qp);
-	qp->tx_buf = (u8 *)get_zeroed_page(GFP_KERNEL);
-	if (!qp->tx_buf) {
-		rv = -ENOMEM;
-		goto err_count;
-	}
-
-	rv = viw_qp_alloc_queues(qp, attr, udata, &uresp);
-	if (rv)
-		goto err_count;
-	/*
-	 * Reserve the number only: lookups (iw_get_qp, connect, accept) must
-	 * not find the QP before the last failure point below, or a failed
-	 * create would free a QP that another thread holds.
-	 */
-	rv = xa_alloc_cyclic(&vdev->qp_xa, &id, NULL, XA_LIMIT(1, VIW_MAX_QP_ID),
-			     &vdev->next_qp_id, GFP_KERNEL);
-	if (rv < 0)
-		goto err_queues;
-	ibqp->qp_num = id;
-	uresp.qp_id = id;
-
-	attr->cap.max_send_wr = qp->sq.ring.num_slots;
-	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq.ring.num_slots;
-	attr->cap.max_inline_data = qp->max_inline;
-	rv = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
-	if (rv)
-		goto err_id;
-	/* The slot exists: storing into it allocates nothing and cannot fail. */
-	WARN_ON_ONCE(xa_is_err(xa_store(&vdev->qp_xa, id, qp, GFP_KERNEL)));
-	return 0;
-
-err_id:
-	xa_erase(&vdev->qp_xa, id);
-err_queues:
-	viw_wq_free(&qp->rq);
-	viw_wq_free(&qp->sq);
-err_count:
-	free_page((unsigned long)qp->tx_buf);
-	viw_obj_put(vdev, VIW_OBJ_QP);
-	return rv;
 }
 
 /* Raise an asynchronous event on the QP for its consumer. */
@@ -225,6 +98,19 @@ static void viw_qp_set_kflags(struct viw_qp *qp, u32 kflags)
  * that cannot sleep or holds a spinlock calls viw_qp_fail().
  */
 
+/*
+ * A QP in ERROR or RESET aborts its connection, or the attempt to make
+ * one: the CEP of a modify_qp connection is qp->connecting until the
+ * stream is up, and qp->cep too after.  state_lock held.
+ */
+static void viw_qp_abort_conn(struct viw_qp *qp)
+{
+	if (qp->cep)
+		viw_cep_post_event(qp->cep, VIW_CEP_EV_ABORT);
+	if (qp->connecting && qp->connecting != qp->cep)
+		viw_cep_post_event(qp->connecting, VIW_CEP_EV_ABORT);
+}
+
 /* Caller holds state_lock. */
 static void viw_qp_error_locked(struct viw_qp *qp)
 {
@@ -241,12 +127,9 @@ static void viw_qp_error_locked(struct viw_qp *qp)
 	viw_rq_flush(qp);
 	if (qp->srq)
 		viw_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
-	viw_direct_qp_error(qp);
 	/* An error work waiting for its TERMINATE need not wait any more. */
 	complete_all(&qp->term_done);
-	/* A connected QP in ERROR aborts its connection. */
-	if (qp->cep)
-		viw_cep_post_event(qp->cep, VIW_CEP_EV_ABORT);
+	viw_qp_abort_conn(qp);
 }
 
 void viw_qp_enter_error(struct viw_qp *qp)
@@ -306,8 +189,8 @@ static bool viw_qp_direct_rts(struct viw_qp *qp, enum ib_qp_state next)
 	return qp->direct && qp->state == IB_QPS_RTR && next == IB_QPS_RTS;
 }
 
-static int viw_qp_check_attr(struct viw_qp *qp, struct ib_qp_attr *attr,
-			     int mask)
+/* May modify_qp apply @attr to @qp?  state_lock held. */
+int viw_qp_check_attr(struct viw_qp *qp, struct ib_qp_attr *attr, int mask)
 {
 	if (mask & ~VIW_QP_ATTR_SUPPORTED)
 		return -EOPNOTSUPP;
@@ -345,8 +228,7 @@ static void viw_qp_reset_locked(struct viw_qp *qp)
 	smp_mb();
 	viw_sq_discard(qp);
 	viw_rq_discard(qp);
-	if (qp->cep)
-		viw_cep_post_event(qp->cep, VIW_CEP_EV_ABORT);
+	viw_qp_abort_conn(qp);
 }
 
 static void viw_qp_set_state_locked(struct viw_qp *qp, enum ib_qp_state next)
@@ -407,19 +289,9 @@ static void viw_qp_save_ib(struct viw_qp *qp, struct ib_qp_attr *attr,
 		ib->max_dest_rd_atomic = attr->max_dest_rd_atomic;
 }
 
-int viw_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-		  struct ib_udata *udata)
+/* Apply what viw_qp_check_attr() allowed.  state_lock held. */
+void viw_qp_apply_attr(struct viw_qp *qp, struct ib_qp_attr *attr, int mask)
 {
-	struct viw_qp *qp = to_viw_qp(ibqp);
-	bool start = false, kick = false;
-	int rv;
-
-	mutex_lock(&qp->state_lock);
-	rv = viw_qp_check_attr(qp, attr, mask);
-	if (!rv)
-		rv = viw_direct_modify(qp, attr, mask);
-	if (rv)
-		goto out;
 	viw_qp_save_ib(qp, attr, mask);
 	if (mask & IB_QP_ACCESS_FLAGS)
 		qp->access = attr->qp_access_flags;
@@ -431,109 +303,8 @@ int viw_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->ord = attr->max_rd_atomic;
 	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) && !qp->direct)
 		qp->ird = attr->max_dest_rd_atomic;
-	/* RESET also ends a modify_qp connection still being made. */
-	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RESET)
-		viw_direct_qp_error(qp);
 	if (mask & IB_QP_STATE)
 		viw_qp_set_state_locked(qp, attr->qp_state);
-	start = qp->direct && qp->state == IB_QPS_RTR && !qp->direct_started;
-	if (start)
-		qp->direct_started = true;
-	kick = qp->direct && viw_qp_tx_open(qp);
-out:
-	mutex_unlock(&qp->state_lock);
-	if (start)
-		viw_direct_start(qp);
-	/* WRs posted before RTS, or before the stream came up, go now. */
-	if (kick)
-		viw_tx_kick(qp);
-	return rv;
-}
-
-/* The IB attributes as modify_qp set them. */
-static void viw_query_ib(struct viw_qp *qp, struct ib_qp_attr *attr)
-{
-	struct viw_qp_ib_attrs *ib = &qp->ib;
-	struct rdma_ah_attr *ah = &attr->ah_attr;
-
-	attr->path_mtu = ib->path_mtu ? ib->path_mtu : IB_MTU_4096;
-	attr->timeout = ib->timeout;
-	attr->retry_cnt = ib->retry_cnt;
-	attr->rnr_retry = ib->rnr_retry;
-	attr->min_rnr_timer = ib->min_rnr_timer;
-	attr->rq_psn = ib->rq_psn;
-	attr->sq_psn = ib->sq_psn;
-	attr->dest_qp_num = ib->dest_qp_num;
-	ah->type = rdma_ah_find_type(qp->ibqp.device, 1);
-	rdma_ah_set_sl(ah, ib->sl);
-	rdma_ah_set_static_rate(ah, ib->static_rate);
-	rdma_ah_set_port_num(ah, ib->port_num ? ib->port_num : 1);
-	if (ib->ah_flags & IB_AH_GRH)
-		rdma_ah_set_grh(ah, &ib->grh.dgid, ib->grh.flow_label,
-				ib->grh.sgid_index, ib->grh.hop_limit,
-				ib->grh.traffic_class);
-}
-
-int viw_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-		 struct ib_qp_init_attr *init_attr)
-{
-	struct viw_qp *qp = to_viw_qp(ibqp);
-	struct ib_qp_cap cap = {
-		.max_send_wr = qp->sq.ring.num_slots,
-		.max_recv_wr = qp->srq ? 0 : qp->rq.ring.num_slots,
-		.max_send_sge = qp->sq.max_sge,
-		.max_recv_sge = qp->srq ? 0 : qp->rq.max_sge,
-		.max_inline_data = qp->max_inline,
-	};
-
-	memset(attr, 0, sizeof(*attr));
-	memset(init_attr, 0, sizeof(*init_attr));
-	attr->qp_state = READ_ONCE(qp->state);
-	attr->cur_qp_state = attr->qp_state;
-	attr->qp_access_flags = qp->access;
-	attr->max_rd_atomic = qp->direct ? qp->ib.max_rd_atomic : qp->ord;
-	attr->max_dest_rd_atomic = qp->direct ? qp->ib.max_dest_rd_atomic :
-						qp->ird;
-	attr->port_num = 1;
-	attr->cap = cap;
-	viw_query_ib(qp, attr);
-
-	init_attr->qp_type = IB_QPT_RC;
-	init_attr->send_cq = ibqp->send_cq;
-	init_attr->recv_cq = ibqp->recv_cq;
-	init_attr->srq = ibqp->srq;
-	init_attr->cap = cap;
-	init_attr->sq_sig_type = qp->sq_sig_all ? IB_SIGNAL_ALL_WR :
-						  IB_SIGNAL_REQ_WR;
-	return 0;
-}
-
-int viw_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
-{
-	struct viw_qp *qp = to_viw_qp(ibqp);
-	struct viw_device *vdev = qp->vdev;
-
-	/*
-	 * Stop the QP and its connection, then wait until iw_cm and the
-	 * connection have let go of it.
-	 */
-	viw_qp_enter_error(qp);
-	xa_erase(&vdev->qp_xa, ibqp->qp_num);
-	viw_qp_put(qp);
-	wait_for_completion(&qp->released);
-
-	cancel_work_sync(&qp->err_work);
-	cancel_work_sync(&qp->tx_work);
-	viw_tx_abort(qp);
-	viw_rx_reset(qp);
-	viw_rd_reset(qp);
-	viw_direct_qp_destroy(qp);
-	viw_wq_free(&qp->rq);
-	viw_wq_free(&qp->sq);
-	free_page((unsigned long)qp->tx_buf);
-	mutex_destroy(&qp->state_lock);
-	viw_obj_put(vdev, VIW_OBJ_QP);
-	return 0;
 }
 
 /* ---- references --------------------------------------------------------- */
@@ -639,6 +410,17 @@ static int viw_rq_doorbell(struct viw_qp *qp)
 	return 0;
 }
 
+/*
+ * A WR posted after the peer of a modify_qp connection closed quietly
+ * (viw_qp_quiet_close) cannot be delivered: the QP fails as InfiniBand's
+ * RC QP does when it finds its peer gone.
+ */
+static void viw_qp_send_after_close(struct viw_qp *qp)
+{
+	if (viw_qp_direct_error(qp))
+		viw_qp_event(qp, IB_EVENT_QP_FATAL);
+}
+
 static int viw_sq_doorbell(struct viw_qp *qp)
 {
 	/* Pairs with viw_qp_error_locked(), as in viw_rq_doorbell(). */
@@ -650,7 +432,7 @@ static int viw_sq_doorbell(struct viw_qp *qp)
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
 		viw_sq_flush(qp);
 	else if (READ_ONCE(qp->peer_closed))
-		viw_direct_send_after_close(qp);
+		viw_qp_send_after_close(qp);
 	else if (viw_qp_tx_open(qp))
 		viw_tx_kick(qp);
 	return 0;
