@@ -25,7 +25,7 @@
 #include <net/sock.h>
 #include <net/tcp.h>
 
-#include "viw.h"
+#include "viw_qp.h"
 #include "viw_cm.h"
 #include "viw_trace.h"
 

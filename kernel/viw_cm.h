@@ -38,6 +38,7 @@ enum viw_cep_event_bit {
 	VIW_CEP_EV_TERMINATED,	/* the peer sent a TERMINATE */
 };
 
+struct viw_cep;
 struct viw_qp;
 struct viw_device;
 

@@ -11,7 +11,8 @@
 #include <rdma/ib_user_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
-#include "viw.h"
+#include "viw_queue.h"
+#include "viw_verbs.h"
 
 static int viw_cq_create(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			 struct ib_udata *udata)

@@ -5,7 +5,7 @@
 #include <linux/etherdevice.h>
 #include <rdma/ib_user_verbs.h>
 
-#include "viw.h"
+#include "viw_verbs.h"
 
 /* Take one object of a type against its device limit. */
 bool viw_obj_get(struct viw_device *vdev, enum viw_obj_type type)

@@ -26,7 +26,7 @@
 #include <net/ipv6.h>
 #include <net/sock.h>
 
-#include "viw.h"
+#include "viw_qp.h"
 #include "viw_cm.h"
 
 /* Requests for QPs not yet in RTR a device holds at most. */

@@ -24,7 +24,8 @@
 #include <linux/skbuff.h>
 #include <rdma/ib_umem.h>
 
-#include "viw.h"
+#include "viw_mem.h"
+#include "viw_verbs.h"
 
 #define VIW_STAG_INDEX_MAX	((1U << (32 - VIW_STAG_KEY_BITS)) - 1)
 

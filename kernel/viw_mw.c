@@ -23,7 +23,8 @@
  */
 #include <linux/slab.h>
 
-#include "viw.h"
+#include "viw_qp.h"
+#include "viw_verbs.h"
 
 /* The window state that lookups see: in mr_xa, tagged VIW_STAG_MW. */
 struct viw_window {

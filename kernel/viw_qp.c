@@ -13,7 +13,8 @@
 #include <rdma/ib_user_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
-#include "viw.h"
+#include "viw_qp.h"
+#include "viw_verbs.h"
 #include "viw_cm.h"
 #include "viw_trace.h"
 

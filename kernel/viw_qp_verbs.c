@@ -11,7 +11,8 @@
 #include <rdma/ib_user_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
-#include "viw.h"
+#include "viw_qp.h"
+#include "viw_verbs.h"
 
 #define VIW_MAX_QP_ID 0xffffff
 

@@ -11,7 +11,7 @@
  * Both are plain queues: they report what finished, and the engines
  * complete the WQEs, fail the QP and kick the transmit engine.
  */
-#include "viw.h"
+#include "viw_qp.h"
 
 static u32 viw_rd_slot(u32 index, u32 size)
 {

@@ -14,7 +14,8 @@
 #include <rdma/restrack.h>
 #include <uapi/rdma/rdma_netlink.h>
 
-#include "viw.h"
+#include "viw_qp.h"
+#include "viw_verbs.h"
 #include "viw_cm.h"
 
 static int viw_res_put_ring(struct sk_buff *msg, const char *prefix,

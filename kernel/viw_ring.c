@@ -20,7 +20,7 @@
 #include <linux/vmalloc.h>
 #include <rdma/uverbs_ioctl.h>
 
-#include "viw.h"
+#include "viw_verbs.h"
 
 static void viw_qmem_free_pages(struct page **pages, unsigned int n)
 {

@@ -23,7 +23,7 @@
 #include <linux/skbuff.h>
 #include <net/tcp.h>
 
-#include "viw.h"
+#include "viw_qp.h"
 #include "viw_cm.h"
 
 static u16 viw_get_be16(const u8 *p)

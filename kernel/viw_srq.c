@@ -9,7 +9,8 @@
 #include <rdma/ib_user_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
-#include "viw.h"
+#include "viw_queue.h"
+#include "viw_verbs.h"
 
 static int viw_srq_check_attr(const struct ib_srq_attr *attr)
 {

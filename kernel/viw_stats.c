@@ -9,7 +9,7 @@
  * (established minus closed) and the TCP retransmissions of viw's sockets
  * (those of the live sockets plus what closed sockets had).
  */
-#include "viw.h"
+#include "viw_verbs.h"
 #include "viw_cm.h"
 
 enum viw_stat {

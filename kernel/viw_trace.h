@@ -28,7 +28,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/iw_cm.h>
 
-#include "viw.h"
+#include "viw_qp.h"
 #include "viw_cm.h"
 
 TRACE_DEFINE_ENUM(IB_QPS_RESET);

@@ -17,7 +17,7 @@
 #include <linux/uio.h>
 #include <net/sock.h>
 
-#include "viw.h"
+#include "viw_qp.h"
 #include "viw_trace.h"
 
 /* FPDUs one run of the work item sends before it lets others run. */

@@ -6,7 +6,8 @@
 #include <rdma/ib_user_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
-#include "viw.h"
+#include "viw_qp.h"
+#include "viw_verbs.h"
 #include "viw_cm.h"
 
 static int viw_alloc_ucontext(struct ib_ucontext *ibuctx,

@@ -12,7 +12,7 @@
 #include <linux/mm.h>
 #include <linux/slab.h>
 
-#include "viw.h"
+#include "viw_qp.h"
 #include "viw_trace.h"
 
 /* The flags word of both WQE formats, where ownership changes hands. */

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * viw: the state the transmit, receive and READ engines keep of a QP
+ * (viw_tx.c, viw_rx.c, viw_read.c).
+ */
+#ifndef VIW_ENGINE_H
+#define VIW_ENGINE_H
+
+#include "viw_mem.h"
+
+/*
+ * An RDMA READ or atomic this QP sent and waits a response for.  For an
+ * atomic, sink_stag/sink_to name the 8-byte local buffer for the
+ * original value.
+ */
+struct viw_orq_entry {
+	u32 sq_index;
+	u32 sink_stag;
+	u64 sink_to;
+	u32 size;
+	u32 got;			/* response bytes placed */
+	bool internal;			/* the MPA RTR, not a WQE */
+	bool atomic;
+	u32 req_id;			/* atomic: the Request Identifier */
+};
+
+/*
+ * An RDMA READ or atomic the peer asked for, to be answered by the TX
+ * engine in arrival order.  An atomic is performed when its turn comes,
+ * so that the READs before it read memory as it was before.
+ */
+struct viw_irq_entry {
+	struct viw_read_req req;
+	struct viw_mr *mr;		/* source or target, referenced */
+	u32 sent;
+	bool atomic;
+	struct viw_atomic_req areq;
+};
+
+/*
+ * bio_vecs of one FPDU: header, payload pieces, trailer.  A payload below
+ * 64 KiB gathered from VIW_MAX_SGE SGEs spans at most 64 KiB / PAGE_SIZE
+ * whole pages plus two partial pages per SGE.
+ */
+#define VIW_TX_MAX_PIECES	(SZ_64K / PAGE_SIZE + 2 * VIW_MAX_SGE)
+#define VIW_TX_MAX_BVEC		(VIW_TX_MAX_PIECES + 2)
+
+/* The WQE the transmit engine is sending. */
+struct viw_tx_wqe {
+	struct viw_sqe sqe;		/* copy of the shadow */
+	u32 index;			/* SQ index */
+	u32 len;			/* payload length */
+	u32 sent;			/* payload bytes sent */
+	struct viw_mr *mr[VIW_MAX_SGE];	/* referenced while sending */
+	bool active;
+};
+
+enum viw_rx_stage {
+	VIW_RX_HDR,
+	VIW_RX_PAYLOAD,
+	VIW_RX_TRAILER,
+	VIW_RX_DEAD,			/* after an error: ignore the stream */
+};
+
+/* Receive engine state: where in the FPDU stream the QP is. */
+struct viw_rx {
+	enum viw_rx_stage stage;
+	u8 hdr[VIW_MPA_LEN_SIZE + VIW_MAX_HDR_LEN];
+	u32 hdr_got;
+	u32 hdr_need;
+	u8 trailer[3 + VIW_MPA_CRC_SIZE];
+	u32 tr_got;
+	u32 tr_need;
+	u32 crc;			/* running CRC state */
+	u32 ulpdu_len;
+	u32 payload_len;
+	u32 payload_got;
+	struct viw_ddp_hdr ddp;
+
+	/* placement target of the current segment */
+	struct viw_mr *mr;		/* tagged: referenced */
+	u64 addr;
+	/* untagged SEND: the receive WQE being filled */
+	struct viw_rqe rqe;
+	struct viw_mr *rqe_mr[VIW_MAX_SGE];
+	bool rqe_active;
+	bool rqe_from_srq;
+	u32 rqe_index;			/* RQ index when not from the SRQ */
+	u32 msg_len;			/* bytes of the message so far */
+
+	u32 msn_send;			/* next expected MSN per queue */
+	u32 msn_rreq;			/* Read and Atomic Requests */
+	u32 msn_aresp;			/* Atomic Responses */
+	/* TERMINATE body after its control word: M length, D and R headers */
+	u8 term_body[2 + VIW_DDP_UNTAGGED_HDR_LEN + VIW_RDMAP_READ_REQ_LEN];
+	/* why the segment being processed failed, for viw_qp_fail() */
+	struct viw_term_cause cause;
+};
+
+#endif /* VIW_ENGINE_H */

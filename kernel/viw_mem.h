@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * viw: memory regions, memory windows and STags (viw_mem.c, viw_mw.c).
+ */
+#ifndef VIW_MEM_H
+#define VIW_MEM_H
+
+#include "viw.h"
+
+struct viw_qp;
+
+struct viw_mr {
+	struct ib_mr ibmr;
+	struct ib_umem *umem;		/* NULL for a DMA MR */
+	struct page **pages;		/* the pinned pages of umem */
+	unsigned long num_pages;
+	u32 page_offset;		/* of iova within pages[0] */
+	u64 iova;
+	u64 length;
+	int access;
+	/*
+	 * The STag's reference and the data path's.  The last put frees
+	 * the memory: dereg_mr does not wait for a peer that holds it.
+	 */
+	refcount_t ref;
+	atomic_t num_mw;		/* windows bound to it */
+	struct work_struct free_work;
+	struct rcu_head rcu;
+};
+
+struct viw_window;
+
+/* A memory window (viw_mw.c); its state lives in the window object. */
+struct viw_mw {
+	struct ib_mw ibmw;
+	struct viw_window *win;
+};
+
+static inline struct viw_mr *to_viw_mr(struct ib_mr *mr)
+{
+	return container_of(mr, struct viw_mr, ibmr);
+}
+
+/*
+ * viw_mem.c: an STag is a 24-bit index into mr_xa and an 8-bit key.  The
+ * entry is a struct viw_mr, or a struct viw_window tagged VIW_STAG_MW.
+ */
+#define VIW_STAG_KEY_BITS	8
+#define VIW_STAG_MW		1
+
+static inline u32 viw_stag_index(u32 stag)
+{
+	return stag >> VIW_STAG_KEY_BITS;
+}
+
+int viw_stag_alloc(struct viw_device *vdev, void *entry, u32 *index);
+bool viw_stag_is_mr(struct viw_device *vdev, u32 stag);
+bool viw_mr_covers(const struct viw_mr *mr, u64 addr, u64 len);
+bool viw_mr_hold_for_mw(struct viw_device *vdev, struct viw_mr *mr);
+u8 viw_mw_bind(struct viw_qp *qp, const struct viw_sqe *sqe);
+u8 viw_mw_local_inv(struct viw_qp *qp, u32 stag);
+int viw_mw_remote_inv(struct viw_qp *qp, u32 stag,
+		      struct viw_term_cause *cause);
+struct viw_mr *viw_mr_get_remote(struct viw_qp *qp, u32 stag, int access,
+				 u64 addr, u32 len,
+				 struct viw_term_cause *cause);
+int viw_check_sge(struct viw_device *vdev, struct ib_pd *pd,
+		  const struct viw_sge *sge, int access);
+struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
+			  int access, u64 addr, u32 len,
+			  struct viw_term_cause *cause);
+void viw_mr_put(struct viw_mr *mr);
+int viw_mr_bvec(const struct viw_mr *mr, u64 addr, u32 *len,
+		struct bio_vec *bv, int max);
+int viw_mr_copy_from_skb(const struct viw_mr *mr, u64 addr,
+			 const struct sk_buff *skb, int skb_off, u32 len,
+			 u32 *crc);
+int viw_mr_atomic(const struct viw_mr *mr, u64 addr,
+		  const struct viw_atomic_req *ar, u64 *orig);
+void viw_mr_store_u64(const struct viw_mr *mr, u64 addr, u64 val);
+
+#endif /* VIW_MEM_H */

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * viw: queue pairs, their work queues, and the QP layer's interface to
+ * the connection managers above it and the engines below.
+ */
+#ifndef VIW_QP_H
+#define VIW_QP_H
+
+#include "viw.h"
+#include "viw_engine.h"
+#include "viw_mem.h"
+#include "viw_queue.h"
+
+/* wq->status of an SQE the engine has taken and not finished */
+#define VIW_WQE_PENDING		0xff
+
+/*
+ * A work queue of a QP: the ring shared with the process and a kernel
+ * shadow of every WQE the kernel has taken from it.  The kernel reads a
+ * WQE from the ring exactly once, into shadow, and validates the copy.
+ * Slots [done, fetch) are owned by the kernel; ctrl->cons mirrors done.
+ */
+struct viw_wq {
+	struct viw_ring ring;
+	void *shadow;			/* num_slots kernel copies */
+	u8 *status;			/* per slot: error found by validation */
+	u32 fetch;			/* next slot to copy from the ring */
+	u32 done;			/* next slot to complete */
+	u32 next;			/* RQ: next slot for an incoming SEND */
+	u32 max_sge;
+	bool failed;			/* SQ: a WQE failed, flush the later */
+	spinlock_t lock;
+};
+
+/* What MPA negotiated for a connection (viw_qp_connect). */
+struct viw_qp_conn {
+	bool crc;
+	u32 mulpdu;
+	u8 ord;
+	u8 ird;
+	u8 rtr_expect;			/* passive p2p: RTR type (VIW_RTR_*) */
+	u8 rtr_send;			/* active p2p: RTR type to send first */
+};
+
+struct viw_cep;
+struct viw_direct_qp;
+
+/*
+ * Attributes of the InfiniBand transport that mean nothing over TCP.
+ * modify_qp accepts them and query_qp reports them back as they were set;
+ * the address vector and the destination QP number also say whom a
+ * modify_qp connection goes to (viw_direct.c).
+ */
+struct viw_qp_ib_attrs {
+	struct ib_global_route grh;	/* without sgid_attr */
+	u8 ah_flags;
+	u8 sl;
+	u8 static_rate;
+	u8 port_num;
+	u8 path_mtu;
+	u8 timeout;
+	u8 retry_cnt;
+	u8 rnr_retry;
+	u8 min_rnr_timer;
+	u8 max_rd_atomic;		/* as set: the engine uses qp->ord */
+	u8 max_dest_rd_atomic;		/* as set: the engine uses qp->ird */
+	u32 dest_qp_num;
+	u32 rq_psn;
+	u32 sq_psn;
+};
+
+/*
+ * Lock order, outermost first: a lock may be taken while one above it on
+ * its line is held, never the other way round.
+ *
+ *   cep->lock (viw_cm.h) -> qp->state_lock -> qp->tx_lock -> socket lock
+ *	viw_iw_accept(), viw_cep_reply_received() -> viw_qp_connect() ->
+ *	viw_tx_send_rtr();
+ *	viw_cep_close() -> viw_qp_conn_lost(), viw_qp_disconnect();
+ *	viw_direct_lost() -> viw_qp_quiet_close(); the TX sends under tx_lock
+ *   cep->lock -> qp->tx_lock	viw_cep_local_close(): viw_qp_llp_close()
+ *   cep->lock -> socket lock	viw_cep_kick_rx(), releasing the socket
+ *   accepted cep->lock -> its listener's cep->lock	(viw_cm.c)
+ *   cep->lock -> dd->lock	viw_direct_request() (viw_direct.c)
+ *   qp->state_lock -> sq/rq.lock -> cq->lock	the flush on entering ERROR
+ *   qp->tx_lock -> sq.lock -> cq->lock	the TX takes and completes SQEs
+ *   qp->state_lock, qp->tx_lock -> rd_lock	viw_rd_reset(), viw_orq_push()
+ *   viw_newlink_lock -> viw_devices_lock	(viw_main.c)
+ *
+ * The spinlocks (rd_lock, the wq, srq, cq and window locks, mac_lock,
+ * viw_cep_list_lock) are leaves: only cq->lock is ever taken beneath one.  The receive engine runs in softirq under the
+ * socket's sk_callback_lock and takes only spinlocks; it reaches ERROR
+ * through viw_qp_fail(), which defers to a work item.  The QP never takes
+ * cep->lock: it tells the CEP what happened with viw_cep_post_event().
+ */
+struct viw_qp {
+	struct ib_qp ibqp;
+	struct viw_device *vdev;
+	u64 uid;			/* never reused, unlike qp_num */
+	struct viw_cq *scq;
+	struct viw_cq *rcq;
+	struct viw_srq *srq;
+	struct viw_wq sq;
+	struct viw_wq rq;		/* unused when srq is set */
+
+	struct mutex state_lock;	/* serialises state transitions */
+	enum ib_qp_state state;
+	int access;			/* IB_ACCESS_REMOTE_* allowed */
+	u32 max_inline;
+	u8 ord;
+	u8 ird;
+	bool sq_sig_all;
+
+	refcount_t ref;			/* iw_cm and the data path */
+	atomic_t iw_handover;		/* refs iw_get_qp took for iw_add_ref */
+	struct completion released;
+
+	/* The connection, from RTS on (viw_qp_connect). */
+	struct viw_cep *cep;		/* referenced */
+	struct socket *sock;
+	bool crc;			/* MPA CRC in use */
+	u32 mulpdu;
+	u8 rtr_expected;		/* passive p2p: RTR type still due */
+
+	struct viw_qp_ib_attrs ib;
+	/* Set at INIT->RTR with an address vector: modify_qp connects it. */
+	struct viw_direct_qp *direct;
+	/* The CEP making that connection, referenced (viw_direct.c). */
+	struct viw_cep *connecting;
+	bool direct_started;		/* viw_direct_start() was called */
+	bool peer_closed;		/* its stream ended by a FIN, quietly */
+
+	/* transmit engine */
+	struct work_struct tx_work;
+	struct mutex tx_lock;		/* serialises writes to the socket */
+	u8 *tx_buf;			/* a page: FPDU headers and trailers */
+	struct bio_vec tx_bv[VIW_TX_MAX_BVEC];	/* the FPDU being sent */
+	struct viw_tx_wqe tx;
+	u32 tx_msn_send;
+	u32 tx_msn_rreq;
+	u32 tx_msn_term;
+	u32 tx_msn_aresp;
+	u32 tx_atomic_id;		/* Request Identifier of the next atomic */
+
+	/* RDMA READs: outstanding (ORQ) and inbound (IRQ), under rd_lock */
+	spinlock_t rd_lock;
+	struct viw_orq_entry orq[VIW_MAX_ORD];
+	u32 orq_head;
+	u32 orq_tail;
+	struct viw_irq_entry irq[VIW_MAX_IRD];
+	u32 irq_head;
+	u32 irq_tail;
+
+	/* receive engine, run from the socket's data_ready */
+	struct viw_rx rx;
+	struct work_struct err_work;	/* error found in softirq context */
+	struct viw_term term;		/* TERMINATE to send, if pending */
+	bool term_pending;
+	bool term_sent;
+	/* the TERMINATE went out or cannot any more; ERROR was reached */
+	struct completion term_done;
+};
+
+static inline struct viw_qp *to_viw_qp(struct ib_qp *qp)
+{
+	return container_of(qp, struct viw_qp, ibqp);
+}
+
+/* viw_direct.c: connections made by modify_qp */
+int viw_direct_modify(struct viw_qp *qp, struct ib_qp_attr *attr, int mask);
+void viw_direct_qp_destroy(struct viw_qp *qp);
+void viw_direct_start(struct viw_qp *qp);
+
+/* viw_qp.c */
+void viw_qp_init(struct viw_qp *qp);
+int viw_qp_check_attr(struct viw_qp *qp, struct ib_qp_attr *attr, int mask);
+void viw_qp_apply_attr(struct viw_qp *qp, struct ib_qp_attr *attr, int mask);
+void viw_qp_enter_error(struct viw_qp *qp);
+void viw_qp_conn_lost(struct viw_qp *qp);
+void viw_qp_get(struct viw_qp *qp);
+void viw_qp_put(struct viw_qp *qp);
+struct viw_qp *viw_qp_lookup(struct viw_device *vdev, u32 qpn);
+int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
+		   struct socket *sock, const struct viw_qp_conn *conn);
+void viw_qp_disconnect(struct viw_qp *qp);
+bool viw_qp_llp_close(struct viw_qp *qp);
+void viw_qp_fail(struct viw_qp *qp, const struct viw_term_cause *cause);
+void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause);
+bool viw_qp_term_sent(struct viw_qp *qp);
+bool viw_qp_direct_error(struct viw_qp *qp);
+void viw_qp_rtr_received(struct viw_qp *qp);
+void viw_qp_event(struct viw_qp *qp, enum ib_event_type type);
+bool viw_qp_quiet_close(struct viw_qp *qp);
+
+/*
+ * The QP's state as the engines see it, without state_lock: predicates on
+ * one READ_ONCE of the state, inline so that the engines need not call up
+ * into viw_qp.c for them.
+ */
+
+/* Connected, or in one of the states a connection leaves behind. */
+static inline bool viw_qp_state_connected(enum ib_qp_state state)
+{
+	return state == IB_QPS_RTS || state == IB_QPS_SQD ||
+	       state == IB_QPS_SQE;
+}
+
+/*
+ * RX takes nothing while the consumer has the QP back (RESET, INIT, RTR),
+ * except for a modify_qp connection, which may come up in RTR: an RTR QP
+ * receives (viw_direct.c).
+ */
+static inline bool viw_qp_rx_open(struct viw_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	if (state == IB_QPS_RTR && READ_ONCE(qp->direct))
+		return true;
+	return viw_qp_state_connected(state) || state == IB_QPS_ERR;
+}
+
+/*
+ * The transmit engine sends in RTS, and a modify_qp connection's QP also in
+ * RTR.  iWARP has no RTR (RDMAC verbs go from IDLE to RTS), and the tools
+ * that connect through modify_qp expect an RTR QP to answer READs, as an
+ * InfiniBand responder does, and perftest's iWARP credit SENDs to leave a
+ * receiver it never moves to RTS (viw_direct.c).
+ */
+static inline bool viw_qp_tx_open(struct viw_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	if (state == IB_QPS_RTR && READ_ONCE(qp->direct))
+		return true;
+	return state == IB_QPS_RTS;
+}
+
+/* viw_tx.c */
+void viw_tx_qp_init(struct viw_qp *qp);
+void viw_tx_kick(struct viw_qp *qp);
+void viw_tx_abort(struct viw_qp *qp);
+int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr);
+
+/* viw_rx.c */
+void viw_rx_data_ready(struct sock *sk);
+void viw_rx_reset(struct viw_qp *qp);
+
+/* viw_read.c */
+bool viw_orq_busy(struct viw_qp *qp);
+bool viw_orq_full(struct viw_qp *qp);
+bool viw_orq_push(struct viw_qp *qp, u32 sq_index,
+		  const struct viw_read_req *rr);
+bool viw_orq_push_internal(struct viw_qp *qp);
+bool viw_orq_push_atomic(struct viw_qp *qp, u32 sq_index,
+			 const struct viw_sge *sink, u32 req_id);
+bool viw_orq_atomic_done(struct viw_qp *qp, u32 *sq_index);
+struct viw_orq_entry *viw_orq_peek(struct viw_qp *qp);
+bool viw_orq_progress(struct viw_qp *qp, u32 n, bool last,
+		      struct viw_orq_entry *done);
+bool viw_irq_push(struct viw_qp *qp, const struct viw_irq_entry *ent);
+struct viw_irq_entry *viw_irq_peek(struct viw_qp *qp);
+struct viw_mr *viw_irq_pop(struct viw_qp *qp);
+void viw_rd_reset(struct viw_qp *qp);
+
+/* viw_wq.c: work queue processing */
+int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge);
+void viw_wq_free(struct viw_wq *wq);
+void viw_sq_flush(struct viw_qp *qp);
+void viw_rq_flush(struct viw_qp *qp);
+void viw_sq_discard(struct viw_qp *qp);
+void viw_rq_discard(struct viw_qp *qp);
+void viw_wq_set_kflags(struct viw_wq *wq, u32 kflags);
+struct viw_sqe *viw_sq_take(struct viw_qp *qp);
+void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status);
+void viw_sq_fail_oldest(struct viw_qp *qp, u8 status);
+bool viw_sq_idle(struct viw_qp *qp);
+int viw_rq_take(struct viw_qp *qp, struct viw_rqe *rqe, u32 *index);
+int viw_rq_take_all(struct viw_qp *qp);
+void viw_rq_complete(struct viw_qp *qp, u32 index,
+		     const struct viw_cqe_info *info);
+
+#endif /* VIW_QP_H */

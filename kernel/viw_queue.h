@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * viw: completion queues (viw_cq.c) and shared receive queues (viw_srq.c).
+ */
+#ifndef VIW_QUEUE_H
+#define VIW_QUEUE_H
+
+#include "viw.h"
+
+struct viw_cq {
+	struct ib_cq ibcq;
+	struct viw_ring ring;
+	spinlock_t lock;		/* serialises CQE producers */
+	u32 prod;			/* next slot the kernel writes */
+	bool overflowed;
+};
+
+struct viw_srq {
+	struct ib_srq ibsrq;
+	struct viw_ring ring;
+	spinlock_t lock;
+	u32 fetch;			/* next slot the kernel takes */
+	u32 limit;			/* SRQ limit, 0 when not armed */
+	u32 max_sge;
+};
+
+static inline struct viw_cq *to_viw_cq(struct ib_cq *cq)
+{
+	return container_of(cq, struct viw_cq, ibcq);
+}
+
+static inline struct viw_srq *to_viw_srq(struct ib_srq *srq)
+{
+	return container_of(srq, struct viw_srq, ibsrq);
+}
+
+/* viw_cq.c */
+struct viw_cqe_info {
+	u64 wr_id;
+	u32 qp_id;
+	u32 byte_len;
+	u32 inv_stag;
+	u32 vendor_err;
+	u8 opcode;		/* enum viw_cqe_opcode */
+	u8 status;		/* enum viw_cqe_status */
+	u32 flags;		/* enum viw_cqe_flags, without VALID */
+};
+
+int viw_cq_push(struct viw_cq *cq, const struct viw_cqe_info *info);
+
+/* viw_srq.c */
+int viw_srq_take(struct viw_srq *srq, struct viw_rqe *rqe);
+
+#endif /* VIW_QUEUE_H */
