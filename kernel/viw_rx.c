@@ -187,6 +187,25 @@ static int viw_rx_start_send(struct viw_qp *qp)
 	return 0;
 }
 
+/*
+ * A tagged segment places at its tagged offset in @mr, which the STag
+ * check found (referenced), or NULL with rx->cause set: then the cause
+ * gets the segment's offset and length for the TERMINATE.
+ */
+static int viw_rx_place_tagged(struct viw_qp *qp, struct viw_mr *mr)
+{
+	struct viw_rx *rx = &qp->rx;
+
+	if (!mr) {
+		viw_term_tagged_cause(&rx->cause, rx->ddp.to,
+				      rx->payload_len, false);
+		return -EPROTO;
+	}
+	rx->mr = mr;
+	rx->addr = rx->ddp.to;
+	return 0;
+}
+
 static int viw_rx_start_write(struct viw_qp *qp)
 {
 	struct viw_rx *rx = &qp->rx;
@@ -194,16 +213,12 @@ static int viw_rx_start_write(struct viw_qp *qp)
 	/* A zero-length WRITE places nothing; its STag is not checked. */
 	if (!rx->payload_len)
 		return 0;
-	rx->mr = viw_mr_get_remote(qp, rx->ddp.stag, IB_ACCESS_REMOTE_WRITE,
-				   rx->ddp.to, rx->payload_len,
-				   &qp->rx.cause);
-	if (!rx->mr) {
-		viw_term_tagged_cause(&qp->rx.cause, rx->ddp.to,
-				      rx->payload_len, false);
-		return -EPROTO;
-	}
-	rx->addr = rx->ddp.to;
-	return 0;
+	return viw_rx_place_tagged(qp,
+				   viw_mr_get_remote(qp, rx->ddp.stag,
+						     IB_ACCESS_REMOTE_WRITE,
+						     rx->ddp.to,
+						     rx->payload_len,
+						     &rx->cause));
 }
 
 static int viw_rx_start_read_resp(struct viw_qp *qp)
@@ -222,16 +237,12 @@ static int viw_rx_start_read_resp(struct viw_qp *qp)
 	}
 	if (!rx->payload_len)
 		return 0;
-	rx->mr = viw_mr_get(qp->vdev, qp->ibqp.pd, rx->ddp.stag,
-			    IB_ACCESS_LOCAL_WRITE, rx->ddp.to,
-			    rx->payload_len, &qp->rx.cause);
-	if (!rx->mr) {
-		viw_term_tagged_cause(&qp->rx.cause, rx->ddp.to,
-				      rx->payload_len, false);
-		return -EPROTO;
-	}
-	rx->addr = rx->ddp.to;
-	return 0;
+	return viw_rx_place_tagged(qp,
+				   viw_mr_get(qp->vdev, qp->ibqp.pd,
+					      rx->ddp.stag,
+					      IB_ACCESS_LOCAL_WRITE,
+					      rx->ddp.to, rx->payload_len,
+					      &rx->cause));
 }
 
 /*
