@@ -6,7 +6,7 @@
 #ifndef VIW_ENGINE_H
 #define VIW_ENGINE_H
 
-#include "viw_mem.h"
+#include "viw_qp.h"
 
 /*
  * An RDMA READ or atomic this QP sent and waits a response for.  For an
@@ -96,5 +96,48 @@ struct viw_rx {
 	/* why the segment being processed failed, for viw_qp_fail() */
 	struct viw_term_cause cause;
 };
+
+/*
+ * What the engines keep of one QP, allocated with it (viw_engine_alloc).
+ * The QP layer and the connection managers reach it only through the
+ * engines' functions.
+ */
+struct viw_engine {
+	/* transmit engine, under qp->tx_lock */
+	u8 *tx_buf;			/* a page: FPDU headers and trailers */
+	struct bio_vec tx_bv[VIW_TX_MAX_BVEC];	/* the FPDU being sent */
+	struct viw_tx_wqe tx;
+	u32 tx_msn_send;
+	u32 tx_msn_rreq;
+	u32 tx_msn_term;
+	u32 tx_msn_aresp;
+	u32 tx_atomic_id;		/* Request Identifier of the next atomic */
+
+	/* RDMA READs: outstanding (ORQ) and inbound (IRQ), under rd_lock */
+	struct viw_orq_entry orq[VIW_MAX_ORD];
+	u32 orq_head;
+	u32 orq_tail;
+	struct viw_irq_entry irq[VIW_MAX_IRD];
+	u32 irq_head;
+	u32 irq_tail;
+
+	/* receive engine, run from the socket's data_ready */
+	struct viw_rx rx;
+};
+
+/* viw_read.c: the ORQ and IRQ, for the engines */
+bool viw_orq_full(struct viw_qp *qp);
+bool viw_orq_push(struct viw_qp *qp, u32 sq_index,
+		  const struct viw_read_req *rr);
+bool viw_orq_push_internal(struct viw_qp *qp);
+bool viw_orq_push_atomic(struct viw_qp *qp, u32 sq_index,
+			 const struct viw_sge *sink, u32 req_id);
+bool viw_orq_atomic_done(struct viw_qp *qp, u32 *sq_index);
+struct viw_orq_entry *viw_orq_peek(struct viw_qp *qp);
+bool viw_orq_progress(struct viw_qp *qp, u32 n, bool last,
+		      struct viw_orq_entry *done);
+bool viw_irq_push(struct viw_qp *qp, const struct viw_irq_entry *ent);
+struct viw_irq_entry *viw_irq_peek(struct viw_qp *qp);
+struct viw_mr *viw_irq_pop(struct viw_qp *qp);
 
 #endif /* VIW_ENGINE_H */

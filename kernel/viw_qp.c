@@ -515,15 +515,7 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 	if (qp->direct && qp->ib.max_rd_atomic)
 		qp->ord = min(qp->ord, qp->ib.max_rd_atomic);
 	qp->rtr_expected = conn->rtr_expect;
-	qp->tx_msn_send = 1;
-	qp->tx_msn_rreq = 1;
-	qp->tx_msn_term = 1;
-	qp->tx_msn_aresp = 1;
-	qp->tx_atomic_id = 0;
-	memset(&qp->rx, 0, sizeof(qp->rx));
-	qp->rx.msn_send = 1;
-	qp->rx.msn_rreq = 1;
-	qp->rx.msn_aresp = 1;
+	viw_engine_stream_start(qp);
 	qp->term_pending = false;
 	qp->term_sent = false;
 	/*
@@ -715,7 +707,7 @@ bool viw_qp_quiet_close(struct viw_qp *qp)
 	mutex_lock(&qp->state_lock);
 	mutex_lock(&qp->tx_lock);
 	quiet = (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS) &&
-		!qp->tx.active && !viw_orq_busy(qp) && viw_sq_idle(qp);
+		!viw_tx_busy(qp) && viw_sq_idle(qp);
 	if (quiet)
 		WRITE_ONCE(qp->peer_closed, true);
 	mutex_unlock(&qp->tx_lock);

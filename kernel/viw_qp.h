@@ -7,7 +7,6 @@
 #define VIW_QP_H
 
 #include "viw.h"
-#include "viw_engine.h"
 #include "viw_mem.h"
 #include "viw_queue.h"
 
@@ -44,6 +43,7 @@ struct viw_qp_conn {
 
 struct viw_cep;
 struct viw_direct_qp;
+struct viw_engine;
 
 /*
  * Attributes of the InfiniBand transport that mean nothing over TCP.
@@ -133,26 +133,11 @@ struct viw_qp {
 	/* transmit engine */
 	struct work_struct tx_work;
 	struct mutex tx_lock;		/* serialises writes to the socket */
-	u8 *tx_buf;			/* a page: FPDU headers and trailers */
-	struct bio_vec tx_bv[VIW_TX_MAX_BVEC];	/* the FPDU being sent */
-	struct viw_tx_wqe tx;
-	u32 tx_msn_send;
-	u32 tx_msn_rreq;
-	u32 tx_msn_term;
-	u32 tx_msn_aresp;
-	u32 tx_atomic_id;		/* Request Identifier of the next atomic */
-
-	/* RDMA READs: outstanding (ORQ) and inbound (IRQ), under rd_lock */
+	/* the ORQ and IRQ (viw_read.c), and the TERMINATE fields below */
 	spinlock_t rd_lock;
-	struct viw_orq_entry orq[VIW_MAX_ORD];
-	u32 orq_head;
-	u32 orq_tail;
-	struct viw_irq_entry irq[VIW_MAX_IRD];
-	u32 irq_head;
-	u32 irq_tail;
+	/* the engines' own state (viw_engine.h), seen only by them */
+	struct viw_engine *eng;
 
-	/* receive engine, run from the socket's data_ready */
-	struct viw_rx rx;
 	struct work_struct err_work;	/* error found in softirq context */
 	struct viw_term term;		/* TERMINATE to send, if pending */
 	bool term_pending;
@@ -239,27 +224,20 @@ static inline bool viw_qp_tx_open(struct viw_qp *qp)
 void viw_tx_qp_init(struct viw_qp *qp);
 void viw_tx_kick(struct viw_qp *qp);
 void viw_tx_abort(struct viw_qp *qp);
+bool viw_tx_busy(struct viw_qp *qp);
 int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr);
 
 /* viw_rx.c */
 void viw_rx_data_ready(struct sock *sk);
 void viw_rx_reset(struct viw_qp *qp);
 
+/* viw_engine.c */
+int viw_engine_alloc(struct viw_qp *qp);
+void viw_engine_free(struct viw_qp *qp);
+void viw_engine_stream_start(struct viw_qp *qp);
+
 /* viw_read.c */
 bool viw_orq_busy(struct viw_qp *qp);
-bool viw_orq_full(struct viw_qp *qp);
-bool viw_orq_push(struct viw_qp *qp, u32 sq_index,
-		  const struct viw_read_req *rr);
-bool viw_orq_push_internal(struct viw_qp *qp);
-bool viw_orq_push_atomic(struct viw_qp *qp, u32 sq_index,
-			 const struct viw_sge *sink, u32 req_id);
-bool viw_orq_atomic_done(struct viw_qp *qp, u32 *sq_index);
-struct viw_orq_entry *viw_orq_peek(struct viw_qp *qp);
-bool viw_orq_progress(struct viw_qp *qp, u32 n, bool last,
-		      struct viw_orq_entry *done);
-bool viw_irq_push(struct viw_qp *qp, const struct viw_irq_entry *ent);
-struct viw_irq_entry *viw_irq_peek(struct viw_qp *qp);
-struct viw_mr *viw_irq_pop(struct viw_qp *qp);
 void viw_rd_reset(struct viw_qp *qp);
 
 /* viw_wq.c: work queue processing */

@@ -106,11 +106,9 @@ int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	qp->sq_sig_all = attr->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->max_inline = VIW_MAX_INLINE;
 	viw_qp_init(qp);
-	qp->tx_buf = (u8 *)get_zeroed_page(GFP_KERNEL);
-	if (!qp->tx_buf) {
-		rv = -ENOMEM;
+	rv = viw_engine_alloc(qp);
+	if (rv)
 		goto err_count;
-	}
 
 	rv = viw_qp_alloc_queues(qp, attr, udata, &uresp);
 	if (rv)
@@ -143,7 +141,7 @@ err_queues:
 	viw_wq_free(&qp->rq);
 	viw_wq_free(&qp->sq);
 err_count:
-	free_page((unsigned long)qp->tx_buf);
+	viw_engine_free(qp);
 	viw_obj_put(vdev, VIW_OBJ_QP);
 	return rv;
 }
@@ -257,7 +255,7 @@ int viw_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	viw_direct_qp_destroy(qp);
 	viw_wq_free(&qp->rq);
 	viw_wq_free(&qp->sq);
-	free_page((unsigned long)qp->tx_buf);
+	viw_engine_free(qp);
 	mutex_destroy(&qp->state_lock);
 	viw_obj_put(vdev, VIW_OBJ_QP);
 	return 0;

@@ -11,7 +11,7 @@
  * Both are plain queues: they report what finished, and the engines
  * complete the WQEs, fail the QP and kick the transmit engine.
  */
-#include "viw_qp.h"
+#include "viw_engine.h"
 
 static u32 viw_rd_slot(u32 index, u32 size)
 {
@@ -20,12 +20,12 @@ static u32 viw_rd_slot(u32 index, u32 size)
 
 bool viw_orq_busy(struct viw_qp *qp)
 {
-	return READ_ONCE(qp->orq_head) != READ_ONCE(qp->orq_tail);
+	return READ_ONCE(qp->eng->orq_head) != READ_ONCE(qp->eng->orq_tail);
 }
 
 bool viw_orq_full(struct viw_qp *qp)
 {
-	return qp->orq_tail - READ_ONCE(qp->orq_head) >= max_t(u8, qp->ord, 1);
+	return qp->eng->orq_tail - READ_ONCE(qp->eng->orq_head) >= max_t(u8, qp->ord, 1);
 }
 
 static bool viw_orq_add(struct viw_qp *qp, const struct viw_orq_entry *ent)
@@ -34,9 +34,9 @@ static bool viw_orq_add(struct viw_qp *qp, const struct viw_orq_entry *ent)
 	bool ok = false;
 
 	spin_lock_irqsave(&qp->rd_lock, flags);
-	if (qp->orq_tail - qp->orq_head < VIW_MAX_ORD) {
-		qp->orq[viw_rd_slot(qp->orq_tail, VIW_MAX_ORD)] = *ent;
-		qp->orq_tail++;
+	if (qp->eng->orq_tail - qp->eng->orq_head < VIW_MAX_ORD) {
+		qp->eng->orq[viw_rd_slot(qp->eng->orq_tail, VIW_MAX_ORD)] = *ent;
+		qp->eng->orq_tail++;
 		ok = true;
 	}
 	spin_unlock_irqrestore(&qp->rd_lock, flags);
@@ -84,7 +84,7 @@ struct viw_orq_entry *viw_orq_peek(struct viw_qp *qp)
 {
 	if (!viw_orq_busy(qp))
 		return NULL;
-	return &qp->orq[viw_rd_slot(qp->orq_head, VIW_MAX_ORD)];
+	return &qp->eng->orq[viw_rd_slot(qp->eng->orq_head, VIW_MAX_ORD)];
 }
 
 /* Retire the head of the ORQ; only the receive engine does. */
@@ -93,7 +93,7 @@ static void viw_orq_pop(struct viw_qp *qp)
 	unsigned long flags;
 
 	spin_lock_irqsave(&qp->rd_lock, flags);
-	qp->orq_head++;
+	qp->eng->orq_head++;
 	spin_unlock_irqrestore(&qp->rd_lock, flags);
 }
 
@@ -142,9 +142,9 @@ bool viw_irq_push(struct viw_qp *qp, const struct viw_irq_entry *ent)
 	bool ok = false;
 
 	spin_lock_irqsave(&qp->rd_lock, flags);
-	if (qp->irq_tail - qp->irq_head < max_t(u8, qp->ird, 1)) {
-		qp->irq[viw_rd_slot(qp->irq_tail, VIW_MAX_IRD)] = *ent;
-		qp->irq_tail++;
+	if (qp->eng->irq_tail - qp->eng->irq_head < max_t(u8, qp->ird, 1)) {
+		qp->eng->irq[viw_rd_slot(qp->eng->irq_tail, VIW_MAX_IRD)] = *ent;
+		qp->eng->irq_tail++;
 		ok = true;
 	}
 	spin_unlock_irqrestore(&qp->rd_lock, flags);
@@ -158,8 +158,8 @@ struct viw_irq_entry *viw_irq_peek(struct viw_qp *qp)
 	unsigned long flags;
 
 	spin_lock_irqsave(&qp->rd_lock, flags);
-	if (qp->irq_head != qp->irq_tail)
-		ent = &qp->irq[viw_rd_slot(qp->irq_head, VIW_MAX_IRD)];
+	if (qp->eng->irq_head != qp->eng->irq_tail)
+		ent = &qp->eng->irq[viw_rd_slot(qp->eng->irq_head, VIW_MAX_IRD)];
 	spin_unlock_irqrestore(&qp->rd_lock, flags);
 	return ent;
 }
@@ -172,10 +172,10 @@ struct viw_mr *viw_irq_pop(struct viw_qp *qp)
 	struct viw_mr *mr;
 
 	spin_lock_irqsave(&qp->rd_lock, flags);
-	ent = &qp->irq[viw_rd_slot(qp->irq_head, VIW_MAX_IRD)];
+	ent = &qp->eng->irq[viw_rd_slot(qp->eng->irq_head, VIW_MAX_IRD)];
 	mr = ent->mr;
 	ent->mr = NULL;
-	qp->irq_head++;
+	qp->eng->irq_head++;
 	spin_unlock_irqrestore(&qp->rd_lock, flags);
 	return mr;
 }
@@ -186,15 +186,15 @@ void viw_rd_reset(struct viw_qp *qp)
 	unsigned long flags;
 
 	spin_lock_irqsave(&qp->rd_lock, flags);
-	while (qp->irq_head != qp->irq_tail) {
+	while (qp->eng->irq_head != qp->eng->irq_tail) {
 		struct viw_irq_entry *ent;
 
-		ent = &qp->irq[viw_rd_slot(qp->irq_head, VIW_MAX_IRD)];
+		ent = &qp->eng->irq[viw_rd_slot(qp->eng->irq_head, VIW_MAX_IRD)];
 		if (ent->mr)
 			viw_mr_put(ent->mr);
 		ent->mr = NULL;
-		qp->irq_head++;
+		qp->eng->irq_head++;
 	}
-	qp->orq_head = qp->orq_tail;
+	qp->eng->orq_head = qp->eng->orq_tail;
 	spin_unlock_irqrestore(&qp->rd_lock, flags);
 }

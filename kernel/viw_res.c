@@ -14,7 +14,7 @@
 #include <rdma/restrack.h>
 #include <uapi/rdma/rdma_netlink.h>
 
-#include "viw_qp.h"
+#include "viw_engine.h"
 #include "viw_verbs.h"
 #include "viw_cm.h"
 
@@ -70,19 +70,19 @@ static const char *viw_res_rx_stage(enum viw_rx_stage stage)
 static int viw_res_put_engines(struct sk_buff *msg, struct viw_qp *qp)
 {
 	if (rdma_nl_put_driver_string(msg, "tx",
-				      READ_ONCE(qp->tx.active) ? "busy" : "idle") ||
-	    rdma_nl_put_driver_u32(msg, "tx_wqe", READ_ONCE(qp->tx.index)) ||
-	    rdma_nl_put_driver_u32(msg, "tx_sent", READ_ONCE(qp->tx.sent)) ||
-	    rdma_nl_put_driver_u32(msg, "tx_msn", READ_ONCE(qp->tx_msn_send)) ||
+				      READ_ONCE(qp->eng->tx.active) ? "busy" : "idle") ||
+	    rdma_nl_put_driver_u32(msg, "tx_wqe", READ_ONCE(qp->eng->tx.index)) ||
+	    rdma_nl_put_driver_u32(msg, "tx_sent", READ_ONCE(qp->eng->tx.sent)) ||
+	    rdma_nl_put_driver_u32(msg, "tx_msn", READ_ONCE(qp->eng->tx_msn_send)) ||
 	    rdma_nl_put_driver_string(msg, "rx",
-				      viw_res_rx_stage(READ_ONCE(qp->rx.stage))) ||
-	    rdma_nl_put_driver_u32(msg, "rx_msn", READ_ONCE(qp->rx.msn_send)) ||
+				      viw_res_rx_stage(READ_ONCE(qp->eng->rx.stage))) ||
+	    rdma_nl_put_driver_u32(msg, "rx_msn", READ_ONCE(qp->eng->rx.msn_send)) ||
 	    rdma_nl_put_driver_u32(msg, "orq",
-				   READ_ONCE(qp->orq_tail) -
-				   READ_ONCE(qp->orq_head)) ||
+				   READ_ONCE(qp->eng->orq_tail) -
+				   READ_ONCE(qp->eng->orq_head)) ||
 	    rdma_nl_put_driver_u32(msg, "irq",
-				   READ_ONCE(qp->irq_tail) -
-				   READ_ONCE(qp->irq_head)) ||
+				   READ_ONCE(qp->eng->irq_tail) -
+				   READ_ONCE(qp->eng->irq_head)) ||
 	    rdma_nl_put_driver_u32(msg, "term_sent", READ_ONCE(qp->term_sent)))
 		return -EMSGSIZE;
 	return 0;

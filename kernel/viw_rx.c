@@ -23,7 +23,7 @@
 #include <linux/skbuff.h>
 #include <net/tcp.h>
 
-#include "viw_qp.h"
+#include "viw_engine.h"
 #include "viw_cm.h"
 
 static u16 viw_get_be16(const u8 *p)
@@ -33,9 +33,9 @@ static u16 viw_get_be16(const u8 *p)
 
 static void viw_rx_set_cause(struct viw_qp *qp, u8 layer, u8 etype, u8 ecode)
 {
-	qp->rx.cause.layer = layer;
-	qp->rx.cause.etype = etype;
-	qp->rx.cause.ecode = ecode;
+	qp->eng->rx.cause.layer = layer;
+	qp->eng->rx.cause.etype = etype;
+	qp->eng->rx.cause.ecode = ecode;
 }
 
 static int viw_rx_untagged_error(struct viw_qp *qp, u8 ecode)
@@ -57,10 +57,10 @@ static void viw_rx_release_rqe(struct viw_rx *rx)
 	rx->rqe_active = false;
 }
 
-/* The receive WQE in qp->rx is complete (or failed) with @status. */
+/* The receive WQE in qp->eng->rx is complete (or failed) with @status. */
 static void viw_rx_complete_rqe(struct viw_qp *qp, u8 status)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	u8 op = rx->ddp.opcode;
 	struct viw_cqe_info info = {
 		.wr_id = rx->rqe.wr_id,
@@ -89,7 +89,7 @@ static void viw_rx_complete_rqe(struct viw_qp *qp, u8 status)
 /* Drop every reference the engine holds.  RX must not be running. */
 void viw_rx_reset(struct viw_qp *qp)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 
 	if (rx->mr) {
 		viw_mr_put(rx->mr);
@@ -104,7 +104,7 @@ void viw_rx_reset(struct viw_qp *qp)
 /* Resolve the SGEs of the receive WQE just taken into rx->rqe. */
 static int viw_rx_bind_rqe(struct viw_qp *qp)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	struct viw_term_cause cause;
 	struct ib_pd *pd = qp->srq ? qp->srq->ibsrq.pd : qp->ibqp.pd;
 	u32 max_sge = qp->srq ? qp->srq->max_sge : qp->rq.max_sge;
@@ -139,7 +139,7 @@ static u32 viw_rqe_capacity(const struct viw_rqe *rqe)
 /* Take the receive WQE for a new incoming SEND. */
 static int viw_rx_take_rqe(struct viw_qp *qp)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	int rv;
 
 	if (qp->srq) {
@@ -168,7 +168,7 @@ static int viw_rx_take_rqe(struct viw_qp *qp)
 
 static int viw_rx_start_send(struct viw_qp *qp)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	struct viw_ddp_hdr *h = &rx->ddp;
 	int rv;
 
@@ -194,7 +194,7 @@ static int viw_rx_start_send(struct viw_qp *qp)
  */
 static int viw_rx_place_tagged(struct viw_qp *qp, struct viw_mr *mr)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 
 	if (!mr) {
 		viw_term_tagged_cause(&rx->cause, rx->ddp.to,
@@ -208,7 +208,7 @@ static int viw_rx_place_tagged(struct viw_qp *qp, struct viw_mr *mr)
 
 static int viw_rx_start_write(struct viw_qp *qp)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 
 	/* A zero-length WRITE places nothing; its STag is not checked. */
 	if (!rx->payload_len)
@@ -223,7 +223,7 @@ static int viw_rx_start_write(struct viw_qp *qp)
 
 static int viw_rx_start_read_resp(struct viw_qp *qp)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	struct viw_orq_entry *ent = viw_orq_peek(qp);
 
 	viw_rx_set_cause(qp, VIW_TERM_DDP, VIW_DDP_ET_TAGGED,
@@ -232,7 +232,7 @@ static int viw_rx_start_read_resp(struct viw_qp *qp)
 		return -EPROTO;
 	if (rx->ddp.to != ent->sink_to + ent->got ||
 	    (u64)ent->got + rx->payload_len > ent->size) {
-		qp->rx.cause.ecode = VIW_DDP_EC_T_BASE_BOUNDS;
+		qp->eng->rx.cause.ecode = VIW_DDP_EC_T_BASE_BOUNDS;
 		return -EPROTO;
 	}
 	if (!rx->payload_len)
@@ -261,14 +261,14 @@ static int viw_rx_queue_inbound(struct viw_qp *qp,
 		return viw_rx_untagged_error(qp,
 					     VIW_DDP_EC_UT_INVALID_MSN_RANGE);
 	}
-	qp->rx.msn_rreq++;
+	qp->eng->rx.msn_rreq++;
 	viw_tx_kick(qp);
 	return 0;
 }
 
 static int viw_rx_read_req(struct viw_qp *qp)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	struct viw_irq_entry ent = {};
 
 	if (rx->ddp.msn != rx->msn_rreq) {
@@ -283,10 +283,10 @@ static int viw_rx_read_req(struct viw_qp *qp)
 		ent.mr = viw_mr_get_remote(qp, ent.req.src_stag,
 					   IB_ACCESS_REMOTE_READ,
 					   ent.req.src_to, ent.req.size,
-					   &qp->rx.cause);
+					   &qp->eng->rx.cause);
 		if (!ent.mr) {
 			/* RDMAP, not DDP, checks a READ's source */
-			viw_term_tagged_cause(&qp->rx.cause, ent.req.src_to,
+			viw_term_tagged_cause(&qp->eng->rx.cause, ent.req.src_to,
 					      ent.req.size, true);
 			return -EPROTO;
 		}
@@ -322,7 +322,7 @@ static bool viw_rx_atomic_allowed(struct viw_qp *qp)
 static struct viw_mr *viw_rx_atomic_target(struct viw_qp *qp,
 					   const struct viw_atomic_req *ar)
 {
-	struct viw_term_cause *cause = &qp->rx.cause;
+	struct viw_term_cause *cause = &qp->eng->rx.cause;
 	struct viw_mr *mr;
 
 	if (!viw_rx_atomic_allowed(qp)) {
@@ -351,13 +351,13 @@ static struct viw_mr *viw_rx_atomic_target(struct viw_qp *qp,
  */
 static int viw_rx_atomic_req(struct viw_qp *qp)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	struct viw_irq_entry ent = { .atomic = true };
 
 	if (rx->ddp.msn != rx->msn_rreq)
 		return viw_rx_untagged_error(qp,
 					     VIW_DDP_EC_UT_INVALID_MSN_RANGE);
-	if (viw_atomic_req_decode(viw_rx_body(rx), &ent.areq, &qp->rx.cause))
+	if (viw_atomic_req_decode(viw_rx_body(rx), &ent.areq, &qp->eng->rx.cause))
 		return -EPROTO;
 	ent.mr = viw_rx_atomic_target(qp, &ent.areq);
 	if (!ent.mr)
@@ -371,7 +371,7 @@ static int viw_rx_atomic_req(struct viw_qp *qp)
  */
 static void viw_rx_read_resp(struct viw_qp *qp)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	struct viw_orq_entry done;
 	bool complete;
 
@@ -410,7 +410,7 @@ static void viw_rx_atomic_done(struct viw_qp *qp, u8 status)
  */
 static int viw_rx_atomic_resp(struct viw_qp *qp)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	struct viw_orq_entry *ent = viw_orq_peek(qp);
 	struct viw_atomic_resp resp;
 	struct viw_term_cause cause;
@@ -451,7 +451,7 @@ static int viw_rx_check_rtr(struct viw_qp *qp)
 		[VIW_RTR_WRITE0] = VIW_RDMAP_WRITE,
 		[VIW_RTR_READ0] = VIW_RDMAP_READ_REQ,
 	};
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 
 	if (rx->ddp.opcode != rtr_opcode[qp->rtr_expected] ||
 	    rx->payload_len || !rx->ddp.last) {
@@ -467,13 +467,13 @@ static int viw_rx_check_rtr(struct viw_qp *qp)
 /* The header of a segment is complete: validate it and find its target. */
 static int viw_rx_start_segment(struct viw_qp *qp)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	u32 hlen = rx->hdr_need - VIW_MPA_LEN_SIZE;
 	int rv;
 
 	rx->ulpdu_len = viw_get_be16(rx->hdr);
 	rv = viw_ddp_decode(rx->hdr + VIW_MPA_LEN_SIZE, hlen, &rx->ddp,
-			    &qp->rx.cause);
+			    &qp->eng->rx.cause);
 	if (rv)
 		return rv;
 	if (rx->ulpdu_len < hlen) {
@@ -519,7 +519,7 @@ static int viw_rx_start_segment(struct viw_qp *qp)
 static int viw_rx_hdr(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 		      u32 avail)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	u32 need = rx->hdr_need ? rx->hdr_need : VIW_MPA_LEN_SIZE + 2;
 	u32 n = min(avail, need - rx->hdr_got);
 	int rv;
@@ -534,7 +534,7 @@ static int viw_rx_hdr(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 
 		if (!hlen) {
 			rv = viw_ddp_decode(rx->hdr + VIW_MPA_LEN_SIZE, 2,
-					    &rx->ddp, &qp->rx.cause);
+					    &rx->ddp, &qp->eng->rx.cause);
 			if (!rv)
 				viw_rx_set_cause(qp, VIW_TERM_RDMAP,
 						 VIW_RDMAP_ET_REMOTE_OP,
@@ -557,7 +557,7 @@ static int viw_rx_hdr(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 static int viw_rx_place_send(struct viw_qp *qp, struct sk_buff *skb,
 			     u32 off, u32 n)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	u32 pos = rx->ddp.mo + rx->payload_got;
 	u32 *crc = qp->crc ? &rx->crc : NULL;
 	int i;
@@ -595,7 +595,7 @@ static int viw_rx_crc_skb(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 		if (skb_copy_bits(skb, off, buf, chunk))
 			return -EFAULT;
 		if (qp->crc)
-			qp->rx.crc = crc32c(qp->rx.crc, buf, chunk);
+			qp->eng->rx.crc = crc32c(qp->eng->rx.crc, buf, chunk);
 		if (keep && keep_len) {
 			u32 k = min(chunk, keep_len);
 
@@ -617,7 +617,7 @@ static int viw_rx_crc_skb(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 static int viw_rx_keep_term(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 			    u32 n)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	u32 got = rx->payload_got;
 
 	if (got >= sizeof(rx->term_body))
@@ -629,7 +629,7 @@ static int viw_rx_keep_term(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 static int viw_rx_payload(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 			  u32 avail)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	u32 n = min(avail, rx->payload_len - rx->payload_got);
 	u32 *crc = qp->crc ? &rx->crc : NULL;
 	int rv;
@@ -660,7 +660,7 @@ static int viw_rx_payload(struct viw_qp *qp, struct sk_buff *skb, u32 off,
  */
 static void viw_rx_terminate(struct viw_qp *qp)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	struct viw_term term = {};
 	u32 len = VIW_RDMAP_TERM_CTRL_LEN + rx->payload_len;
 	u8 body[VIW_RDMAP_TERM_CTRL_LEN + sizeof(rx->term_body)];
@@ -686,12 +686,12 @@ static void viw_rx_terminate(struct viw_qp *qp)
  */
 static int viw_rx_end_send(struct viw_qp *qp)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	u8 op = rx->ddp.opcode;
 
 	rx->msn_send++;
 	if ((op == VIW_RDMAP_SEND_INV || op == VIW_RDMAP_SEND_SE_INV) &&
-	    viw_mw_remote_inv(qp, rx->ddp.inv_stag, &qp->rx.cause)) {
+	    viw_mw_remote_inv(qp, rx->ddp.inv_stag, &qp->eng->rx.cause)) {
 		viw_rx_complete_rqe(qp, VIW_CQE_REM_INV_REQ_ERR);
 		return -EPROTO;
 	}
@@ -705,7 +705,7 @@ static int viw_rx_end_send(struct viw_qp *qp)
  */
 static int viw_rx_end_segment(struct viw_qp *qp)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 
 	viw_count(qp->vdev, VIW_CNT_RX_FPDUS, 1);
 	if (rx->mr) {
@@ -744,7 +744,7 @@ static int viw_rx_end_segment(struct viw_qp *qp)
 static int viw_rx_trailer(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 			  u32 avail)
 {
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	u32 n = min(avail, rx->tr_need - rx->tr_got);
 	u32 pad = rx->tr_need - VIW_MPA_CRC_SIZE;
 	int rv;
@@ -778,7 +778,7 @@ static int viw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 			unsigned int off, size_t len)
 {
 	struct viw_qp *qp = desc->arg.data;
-	struct viw_rx *rx = &qp->rx;
+	struct viw_rx *rx = &qp->eng->rx;
 	size_t done = 0;
 
 	while (done < len && rx->stage != VIW_RX_DEAD) {
@@ -797,7 +797,7 @@ static int viw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 		}
 		if (rv < 0) {
 			rx->stage = VIW_RX_DEAD;
-			viw_qp_fail(qp, &qp->rx.cause);
+			viw_qp_fail(qp, &qp->eng->rx.cause);
 			break;
 		}
 		done += rv;

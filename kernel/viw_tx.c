@@ -17,13 +17,13 @@
 #include <linux/uio.h>
 #include <net/sock.h>
 
-#include "viw_qp.h"
+#include "viw_engine.h"
 #include "viw_trace.h"
 
 /* FPDUs one run of the work item sends before it lets others run. */
 #define VIW_TX_BUDGET		64
 
-/* Layout of qp->tx_buf, one page. */
+/* Layout of qp->eng->tx_buf, one page. */
 #define VIW_TX_HDR_OFF		0
 #define VIW_TX_TRAILER_OFF	128
 #define VIW_TX_INLINE_OFF	192
@@ -91,18 +91,18 @@ static int viw_tx_sendmsg(struct viw_qp *qp, struct msghdr *msg)
  * viw_tx_fpdu - frame and send one DDP segment
  * @qp: the QP, tx_lock held
  * @hdr_len: DDP/RDMAP header length, the header is at tx_buf + 2
- * @npay: number of payload pieces, already in qp->tx_bv[1..npay]
+ * @npay: number of payload pieces, already in qp->eng->tx_bv[1..npay]
  * @paylen: payload bytes, exactly what those pieces describe
  * @more: more FPDUs follow at once (MSG_MORE)
  */
 static int viw_tx_fpdu(struct viw_qp *qp, u32 hdr_len, int npay, u32 paylen,
 		       bool more)
 {
-	u8 *hdr = qp->tx_buf + VIW_TX_HDR_OFF;
-	u8 *trailer = qp->tx_buf + VIW_TX_TRAILER_OFF;
+	u8 *hdr = qp->eng->tx_buf + VIW_TX_HDR_OFF;
+	u8 *trailer = qp->eng->tx_buf + VIW_TX_TRAILER_OFF;
 	u32 ulpdu = hdr_len + paylen;
 	u32 pad = viw_mpa_pad(ulpdu);
-	struct bio_vec *bv = qp->tx_bv;
+	struct bio_vec *bv = qp->eng->tx_bv;
 	struct msghdr msg = {
 		.msg_flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0),
 	};
@@ -150,31 +150,31 @@ int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr)
 	case VIW_RTR_READ0:
 		h.opcode = VIW_RDMAP_READ_REQ;
 		h.qn = VIW_QN_READ_REQ;
-		h.msn = qp->tx_msn_rreq;
+		h.msn = qp->eng->tx_msn_rreq;
 		break;
 	default:
 		h.opcode = VIW_RDMAP_SEND;
 		h.qn = VIW_QN_SEND;
-		h.msn = qp->tx_msn_send;
+		h.msn = qp->eng->tx_msn_send;
 		break;
 	}
 
 	mutex_lock(&qp->tx_lock);
-	len = viw_ddp_encode(qp->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
+	len = viw_ddp_encode(qp->eng->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
 			     &h);
 	if (len > 0 && rtr == VIW_RTR_READ0) {
 		struct viw_read_req rr = {};
 
-		viw_read_req_encode(qp->tx_buf + VIW_MPA_LEN_SIZE + len, &rr);
+		viw_read_req_encode(qp->eng->tx_buf + VIW_MPA_LEN_SIZE + len, &rr);
 		len += VIW_RDMAP_READ_REQ_LEN;
 		if (!viw_orq_push_internal(qp))
 			len = -ENOSPC;
 	}
 	rv = len < 0 ? len : viw_tx_fpdu(qp, len, 0, 0, false);
 	if (!rv && rtr == VIW_RTR_READ0)
-		qp->tx_msn_rreq++;
+		qp->eng->tx_msn_rreq++;
 	else if (!rv && rtr == VIW_RTR_SEND0)
-		qp->tx_msn_send++;
+		qp->eng->tx_msn_send++;
 	mutex_unlock(&qp->tx_lock);
 	return rv;
 }
@@ -194,8 +194,14 @@ static void viw_tx_release_mrs(struct viw_tx_wqe *tx)
 /* Forget the WQE in progress (the QP left RTS; flush completes it). */
 void viw_tx_abort(struct viw_qp *qp)
 {
-	viw_tx_release_mrs(&qp->tx);
-	qp->tx.active = false;
+	viw_tx_release_mrs(&qp->eng->tx);
+	qp->eng->tx.active = false;
+}
+
+/* A WQE being sent, or a READ or atomic waiting for its response. */
+bool viw_tx_busy(struct viw_qp *qp)
+{
+	return qp->eng->tx.active || viw_orq_busy(qp);
 }
 
 static bool viw_op_is_atomic(u8 opcode)
@@ -246,7 +252,7 @@ static bool viw_tx_wqe_is_local(const struct viw_sqe *sqe)
  */
 static bool viw_tx_local_op(struct viw_qp *qp)
 {
-	struct viw_tx_wqe *tx = &qp->tx;
+	struct viw_tx_wqe *tx = &qp->eng->tx;
 	u8 status;
 
 	if (tx->sqe.opcode == VIW_OP_BIND_MW)
@@ -317,7 +323,7 @@ static u8 viw_tx_check_wqe(struct viw_qp *qp, struct viw_tx_wqe *tx)
 /* Take the next posted WQE.  Returns false if there is none. */
 static bool viw_tx_start_wqe(struct viw_qp *qp)
 {
-	struct viw_tx_wqe *tx = &qp->tx;
+	struct viw_tx_wqe *tx = &qp->eng->tx;
 	unsigned long flags;
 	struct viw_sqe *sqe;
 	u8 status;
@@ -348,18 +354,18 @@ static bool viw_tx_start_wqe(struct viw_qp *qp)
 
 /*
  * Describe up to *@len payload bytes of the WQE from offset @off in
- * qp->tx_bv[1..].  Returns the pieces; *@len becomes the bytes they hold,
+ * qp->eng->tx_bv[1..].  Returns the pieces; *@len becomes the bytes they hold,
  * which is less only if the pieces ran out: the FPDU then carries less.
  */
 static int viw_tx_payload(struct viw_qp *qp, u32 off, u32 *len)
 {
-	struct viw_tx_wqe *tx = &qp->tx;
-	struct bio_vec *bv = qp->tx_bv + 1;
+	struct viw_tx_wqe *tx = &qp->eng->tx;
+	struct bio_vec *bv = qp->eng->tx_bv + 1;
 	u32 left = *len;
 	int i, n = 0;
 
 	if (tx->sqe.flags & VIW_WQE_INLINE) {
-		u8 *data = qp->tx_buf + VIW_TX_INLINE_OFF;
+		u8 *data = qp->eng->tx_buf + VIW_TX_INLINE_OFF;
 
 		memcpy(data, (u8 *)tx->sqe.sge + off, left);
 		viw_bvec_virt(&bv[0], data, left);
@@ -392,7 +398,7 @@ static bool viw_tx_wqe_is_send(const struct viw_sqe *sqe)
 static void viw_tx_build_hdr(struct viw_qp *qp, struct viw_ddp_hdr *h,
 			     u32 paylen)
 {
-	struct viw_tx_wqe *tx = &qp->tx;
+	struct viw_tx_wqe *tx = &qp->eng->tx;
 	struct viw_sqe *sqe = &tx->sqe;
 	bool se = sqe->flags & VIW_WQE_SOLICITED;
 
@@ -412,14 +418,14 @@ static void viw_tx_build_hdr(struct viw_qp *qp, struct viw_ddp_hdr *h,
 		h->opcode = se ? VIW_RDMAP_SEND_SE : VIW_RDMAP_SEND;
 	}
 	h->qn = VIW_QN_SEND;
-	h->msn = qp->tx_msn_send;
+	h->msn = qp->eng->tx_msn_send;
 	h->mo = tx->sent;
 }
 
 /* Send the next FPDU of a SEND or WRITE; completes the WQE after its last. */
 static int viw_tx_data_fpdu(struct viw_qp *qp)
 {
-	struct viw_tx_wqe *tx = &qp->tx;
+	struct viw_tx_wqe *tx = &qp->eng->tx;
 	bool tagged = tx->sqe.opcode == VIW_OP_WRITE;
 	u32 room = qp->mulpdu - (tagged ? VIW_DDP_TAGGED_HDR_LEN :
 				 VIW_DDP_UNTAGGED_HDR_LEN);
@@ -431,7 +437,7 @@ static int viw_tx_data_fpdu(struct viw_qp *qp)
 	if (WARN_ON_ONCE(!paylen && tx->sent != tx->len))
 		return -EINVAL;
 	viw_tx_build_hdr(qp, &h, paylen);
-	hlen = viw_ddp_encode(qp->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
+	hlen = viw_ddp_encode(qp->eng->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
 			      &h);
 	if (hlen < 0)
 		return hlen;
@@ -443,7 +449,7 @@ static int viw_tx_data_fpdu(struct viw_qp *qp)
 		return 0;
 
 	if (viw_tx_wqe_is_send(&tx->sqe))
-		qp->tx_msn_send++;
+		qp->eng->tx_msn_send++;
 	viw_tx_release_mrs(tx);
 	tx->active = false;
 	viw_sq_complete(qp, tx->index, VIW_CQE_SUCCESS);
@@ -453,13 +459,13 @@ static int viw_tx_data_fpdu(struct viw_qp *qp)
 /* Send the Read Request of a READ WQE; it completes with the response. */
 static int viw_tx_read_req(struct viw_qp *qp)
 {
-	struct viw_tx_wqe *tx = &qp->tx;
+	struct viw_tx_wqe *tx = &qp->eng->tx;
 	struct viw_sge *sge = &tx->sqe.sge[0];
 	struct viw_ddp_hdr h = {
 		.opcode = VIW_RDMAP_READ_REQ,
 		.last = true,
 		.qn = VIW_QN_READ_REQ,
-		.msn = qp->tx_msn_rreq,
+		.msn = qp->eng->tx_msn_rreq,
 	};
 	struct viw_read_req rr = {
 		.sink_stag = tx->sqe.num_sge ? sge->lkey : 0,
@@ -470,17 +476,17 @@ static int viw_tx_read_req(struct viw_qp *qp)
 	};
 	int hlen, rv;
 
-	hlen = viw_ddp_encode(qp->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
+	hlen = viw_ddp_encode(qp->eng->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
 			      &h);
 	if (hlen < 0)
 		return hlen;
-	viw_read_req_encode(qp->tx_buf + VIW_MPA_LEN_SIZE + hlen, &rr);
+	viw_read_req_encode(qp->eng->tx_buf + VIW_MPA_LEN_SIZE + hlen, &rr);
 	if (!viw_orq_push(qp, tx->index, &rr))
 		return -ENOSPC;
 	rv = viw_tx_fpdu(qp, hlen + VIW_RDMAP_READ_REQ_LEN, 0, 0, false);
 	if (rv)
 		return rv;
-	qp->tx_msn_rreq++;
+	qp->eng->tx_msn_rreq++;
 	viw_tx_release_mrs(tx);
 	tx->active = false;
 	return 0;
@@ -489,18 +495,18 @@ static int viw_tx_read_req(struct viw_qp *qp)
 /* Send the Atomic Request of an atomic WQE; it completes with the response. */
 static int viw_tx_atomic_req(struct viw_qp *qp)
 {
-	struct viw_tx_wqe *tx = &qp->tx;
+	struct viw_tx_wqe *tx = &qp->eng->tx;
 	struct viw_sqe_atomic *at = viw_tx_atomic(tx);
 	bool cmp_swap = tx->sqe.opcode == VIW_OP_ATOMIC_CMP_SWP;
 	struct viw_ddp_hdr h = {
 		.opcode = VIW_RDMAP_ATOMIC_REQ,
 		.last = true,
 		.qn = VIW_QN_READ_REQ,
-		.msn = qp->tx_msn_rreq,
+		.msn = qp->eng->tx_msn_rreq,
 	};
 	struct viw_atomic_req ar = {
 		.op = cmp_swap ? VIW_ATOMIC_CMP_SWAP : VIW_ATOMIC_FETCH_ADD,
-		.req_id = qp->tx_atomic_id,
+		.req_id = qp->eng->tx_atomic_id,
 		.stag = tx->sqe.rkey,
 		.to = tx->sqe.raddr,
 		.add_swap = cmp_swap ? at->swap : at->compare_add,
@@ -510,18 +516,18 @@ static int viw_tx_atomic_req(struct viw_qp *qp)
 	};
 	int hlen, rv;
 
-	hlen = viw_ddp_encode(qp->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
+	hlen = viw_ddp_encode(qp->eng->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
 			      &h);
 	if (hlen < 0)
 		return hlen;
-	viw_atomic_req_encode(qp->tx_buf + VIW_MPA_LEN_SIZE + hlen, &ar);
+	viw_atomic_req_encode(qp->eng->tx_buf + VIW_MPA_LEN_SIZE + hlen, &ar);
 	if (!viw_orq_push_atomic(qp, tx->index, &at->sge, ar.req_id))
 		return -ENOSPC;
 	rv = viw_tx_fpdu(qp, hlen + VIW_RDMAP_ATOMIC_REQ_LEN, 0, 0, false);
 	if (rv)
 		return rv;
-	qp->tx_msn_rreq++;
-	qp->tx_atomic_id++;
+	qp->eng->tx_msn_rreq++;
+	qp->eng->tx_atomic_id++;
 	viw_tx_release_mrs(tx);
 	tx->active = false;
 	return 0;
@@ -539,7 +545,7 @@ static int viw_tx_atomic_resp(struct viw_qp *qp, struct viw_irq_entry *ent)
 		.opcode = VIW_RDMAP_ATOMIC_RESP,
 		.last = true,
 		.qn = VIW_QN_ATOMIC_RESP,
-		.msn = qp->tx_msn_aresp,
+		.msn = qp->eng->tx_msn_aresp,
 	};
 	struct viw_atomic_resp resp = { .req_id = ent->areq.req_id };
 	struct viw_atomic_req ar = ent->areq;
@@ -550,7 +556,7 @@ static int viw_tx_atomic_resp(struct viw_qp *qp, struct viw_irq_entry *ent)
 	struct viw_mr *mr;
 	int hlen, rv;
 
-	hlen = viw_ddp_encode(qp->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
+	hlen = viw_ddp_encode(qp->eng->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
 			      &h);
 	if (hlen < 0)
 		return hlen;
@@ -561,11 +567,11 @@ static int viw_tx_atomic_resp(struct viw_qp *qp, struct viw_irq_entry *ent)
 		viw_qp_fail(qp, &cause);
 		return 0;
 	}
-	viw_atomic_resp_encode(qp->tx_buf + VIW_MPA_LEN_SIZE + hlen, &resp);
+	viw_atomic_resp_encode(qp->eng->tx_buf + VIW_MPA_LEN_SIZE + hlen, &resp);
 	rv = viw_tx_fpdu(qp, hlen + VIW_RDMAP_ATOMIC_RESP_LEN, 0, 0, false);
 	if (rv)
 		return rv;
-	qp->tx_msn_aresp++;
+	qp->eng->tx_msn_aresp++;
 	return 1;
 }
 
@@ -593,13 +599,13 @@ static int viw_tx_read_resp(struct viw_qp *qp)
 	/* paylen shrinks to what the pieces hold, if they run out */
 	if (paylen)
 		n = viw_mr_bvec(ent->mr, ent->req.src_to + ent->sent, &paylen,
-				qp->tx_bv + 1, VIW_TX_MAX_PIECES);
+				qp->eng->tx_bv + 1, VIW_TX_MAX_PIECES);
 	if (WARN_ON_ONCE(!paylen && ent->sent != ent->req.size))
 		return -EINVAL;
 	h.last = ent->sent + paylen == ent->req.size;
 	h.stag = ent->req.sink_stag;
 	h.to = ent->req.sink_to + ent->sent;
-	hlen = viw_ddp_encode(qp->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
+	hlen = viw_ddp_encode(qp->eng->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
 			      &h);
 	if (hlen < 0)
 		return hlen;
@@ -623,7 +629,7 @@ static int viw_tx_read_resp(struct viw_qp *qp)
 /* May the WQE in tx go on the wire now?  FENCE and ORD can hold it. */
 static bool viw_tx_wqe_ready(struct viw_qp *qp)
 {
-	struct viw_sqe *sqe = &qp->tx.sqe;
+	struct viw_sqe *sqe = &qp->eng->tx.sqe;
 
 	if ((sqe->flags & VIW_WQE_FENCE) && viw_orq_busy(qp))
 		return false;
@@ -644,7 +650,7 @@ static int viw_tx_step(struct viw_qp *qp)
 	if (READ_ONCE(qp->rtr_expected))
 		return 0;
 	/* Answer the peer's READs between our messages. */
-	if (!qp->tx.active) {
+	if (!qp->eng->tx.active) {
 		rv = viw_tx_read_resp(qp);
 		if (rv)
 			return rv;
@@ -654,11 +660,11 @@ static int viw_tx_step(struct viw_qp *qp)
 	if (!viw_tx_wqe_ready(qp))
 		return 0;
 	/* After a failure, nothing more goes out: the QP goes to ERROR. */
-	if (viw_tx_wqe_is_local(&qp->tx.sqe))
+	if (viw_tx_wqe_is_local(&qp->eng->tx.sqe))
 		return viw_tx_local_op(qp) ? 1 : 0;
-	if (qp->tx.sqe.opcode == VIW_OP_READ)
+	if (qp->eng->tx.sqe.opcode == VIW_OP_READ)
 		rv = viw_tx_read_req(qp);
-	else if (viw_op_is_atomic(qp->tx.sqe.opcode))
+	else if (viw_op_is_atomic(qp->eng->tx.sqe.opcode))
 		rv = viw_tx_atomic_req(qp);
 	else
 		rv = viw_tx_data_fpdu(qp);
@@ -672,9 +678,9 @@ static int viw_tx_send_term(struct viw_qp *qp)
 		.opcode = VIW_RDMAP_TERMINATE,
 		.last = true,
 		.qn = VIW_QN_TERMINATE,
-		.msn = qp->tx_msn_term,
+		.msn = qp->eng->tx_msn_term,
 	};
-	u8 *p = qp->tx_buf + VIW_MPA_LEN_SIZE;
+	u8 *p = qp->eng->tx_buf + VIW_MPA_LEN_SIZE;
 	int hlen, blen;
 
 	hlen = viw_ddp_encode(p, VIW_MAX_HDR_LEN, &h);
@@ -684,7 +690,7 @@ static int viw_tx_send_term(struct viw_qp *qp)
 				   hlen, &qp->term);
 	if (blen < 0)
 		return blen;
-	qp->tx_msn_term++;
+	qp->eng->tx_msn_term++;
 	return viw_tx_fpdu(qp, hlen + blen, 0, 0, false);
 }
 
@@ -721,7 +727,7 @@ static void viw_tx_work(struct work_struct *work)
 		if (rv <= 0)
 			break;
 	}
-	if (!viw_qp_tx_open(qp) && qp->tx.active)
+	if (!viw_qp_tx_open(qp) && qp->eng->tx.active)
 		viw_tx_abort(qp);
 	mutex_unlock(&qp->tx_lock);
 

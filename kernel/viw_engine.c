@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw: the engines' state of a QP (struct viw_engine, viw_engine.h), in an
+ * allocation of its own so that only the engines see its layout.
+ */
+#include <linux/slab.h>
+
+#include "viw_engine.h"
+
+int viw_engine_alloc(struct viw_qp *qp)
+{
+	struct viw_engine *eng = kzalloc(sizeof(*eng), GFP_KERNEL);
+
+	if (!eng)
+		return -ENOMEM;
+	/* FPDU headers and trailers are built in one page. */
+	eng->tx_buf = (u8 *)get_zeroed_page(GFP_KERNEL);
+	if (!eng->tx_buf) {
+		kfree(eng);
+		return -ENOMEM;
+	}
+	qp->eng = eng;
+	return 0;
+}
+
+void viw_engine_free(struct viw_qp *qp)
+{
+	if (!qp->eng)
+		return;
+	free_page((unsigned long)qp->eng->tx_buf);
+	kfree(qp->eng);
+	qp->eng = NULL;
+}
+
+/*
+ * A new stream (viw_qp_connect): each queue's MSN starts at 1 in both
+ * directions (RFC 5040, 5.1), the next atomic's Request Identifier at 0,
+ * and the receive engine at the first FPDU's header.
+ */
+void viw_engine_stream_start(struct viw_qp *qp)
+{
+	struct viw_engine *eng = qp->eng;
+
+	eng->tx_msn_send = 1;
+	eng->tx_msn_rreq = 1;
+	eng->tx_msn_term = 1;
+	eng->tx_msn_aresp = 1;
+	eng->tx_atomic_id = 0;
+	memset(&eng->rx, 0, sizeof(eng->rx));
+	eng->rx.msn_send = 1;
+	eng->rx.msn_rreq = 1;
+	eng->rx.msn_aresp = 1;
+}
