@@ -695,6 +695,26 @@ static int viw_tx_send_term(struct viw_qp *qp)
 }
 
 /*
+ * The READs and atomics the peer sent before the segment that failed were
+ * valid, and are answered in the order they came (RFC 5040, 5.5): before
+ * the TERMINATE, which answers the segment after them.  Between our own
+ * messages only, as in viw_tx_step(); mid-message the TERMINATE cuts the
+ * message and the READs go unanswered.  A peer that stops reading is
+ * bounded by the error work's wait for the TERMINATE.
+ */
+static int viw_tx_answer_reads(struct viw_qp *qp)
+{
+	int rv;
+
+	if (qp->eng->tx.active)
+		return 0;
+	do {
+		rv = viw_tx_read_resp(qp);
+	} while (rv > 0);
+	return rv;
+}
+
+/*
  * The error work has stopped the QP (SQE) and waits for its TERMINATE:
  * send it, between two FPDUs, and wake the error work.  Nothing else is
  * sent after it.  The send may block on a peer that does not read; the
@@ -706,7 +726,8 @@ static void viw_tx_terminate(struct viw_qp *qp)
 	if (READ_ONCE(qp->state) != IB_QPS_SQE ||
 	    completion_done(&qp->term_done))
 		return;
-	if (qp->term_pending && qp->sock && !viw_tx_send_term(qp)) {
+	if (qp->term_pending && qp->sock && !viw_tx_answer_reads(qp) &&
+	    !viw_tx_send_term(qp)) {
 		WRITE_ONCE(qp->term_sent, true);
 		viw_count(qp->vdev, VIW_CNT_TERM_SENT, 1);
 		trace_viw_term_sent(qp, &qp->term.cause);
