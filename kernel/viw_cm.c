@@ -325,13 +325,28 @@ static void viw_cep_check_peer_closed(struct viw_cep *cep)
 		viw_cep_post_event(cep, VIW_CEP_EV_PEER_CLOSED);
 }
 
+/*
+ * data_ready once the QP has the stream: the CEP hands the data to its
+ * QP's receive engine, which knows nothing of CEPs.
+ */
+static void viw_cm_qp_data_ready(struct sock *sk)
+{
+	struct viw_cep *cep;
+
+	read_lock(&sk->sk_callback_lock);
+	cep = sk->sk_user_data;
+	if (cep && cep->qp)
+		viw_rx_data_ready(cep->qp, sk);
+	read_unlock(&sk->sk_callback_lock);
+}
+
 /* Hand data_ready to the QP's receive engine. */
 static void viw_cep_attach_qp(struct viw_cep *cep)
 {
 	struct sock *sk = cep->sock->sk;
 
 	write_lock_bh(&sk->sk_callback_lock);
-	sk->sk_data_ready = viw_rx_data_ready;
+	sk->sk_data_ready = viw_cm_qp_data_ready;
 	write_unlock_bh(&sk->sk_callback_lock);
 }
 
@@ -395,7 +410,7 @@ static void viw_cep_kick_rx(struct viw_cep *cep)
 
 	lock_sock(sk);
 	local_bh_disable();
-	viw_rx_data_ready(sk);
+	viw_cm_qp_data_ready(sk);
 	local_bh_enable();
 	release_sock(sk);
 }

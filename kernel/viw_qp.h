@@ -228,7 +228,7 @@ bool viw_tx_busy(struct viw_qp *qp);
 int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr);
 
 /* viw_rx.c */
-void viw_rx_data_ready(struct sock *sk);
+void viw_rx_data_ready(struct viw_qp *qp, struct sock *sk);
 void viw_rx_reset(struct viw_qp *qp);
 
 /* viw_engine.c */

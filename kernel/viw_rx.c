@@ -24,7 +24,6 @@
 #include <net/tcp.h>
 
 #include "viw_engine.h"
-#include "viw_cm.h"
 
 static u16 viw_get_be16(const u8 *p)
 {
@@ -806,18 +805,15 @@ static int viw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 	return len;
 }
 
-/* The socket's data_ready while the QP is connected. */
-void viw_rx_data_ready(struct sock *sk)
+/*
+ * Data arrived on the socket of connected @qp: the CM's data_ready calls
+ * this in softirq context, under the socket's sk_callback_lock.
+ */
+void viw_rx_data_ready(struct viw_qp *qp, struct sock *sk)
 {
-	read_descriptor_t desc = { .count = 1 };
-	struct viw_cep *cep;
+	read_descriptor_t desc = { .count = 1, .arg.data = qp };
 
-	read_lock(&sk->sk_callback_lock);
-	cep = sk->sk_user_data;
 	/* A QP moved to RESET places nothing until its socket is gone. */
-	if (cep && cep->qp && viw_qp_rx_open(cep->qp)) {
-		desc.arg.data = cep->qp;
+	if (viw_qp_rx_open(qp))
 		tcp_read_sock(sk, &desc, viw_rx_actor);
-	}
-	read_unlock(&sk->sk_callback_lock);
 }
