@@ -26,6 +26,8 @@
  *
  * Work queues (SQ, RQ, SRQ): the provider produces, the kernel consumes.
  * A completion queue: the kernel produces, the provider consumes and arms.
+ * Every name here starts with viw_rp_ ("ring protocol"); each function
+ * says which side calls it.
  */
 #ifndef VIW_RING_PROTO_H
 #define VIW_RING_PROTO_H
