@@ -28,6 +28,7 @@
 #include <rdma/viw-abi.h>
 
 #include "viw_compat.h"
+#include "viw_ring_proto.h"
 #include "viw_wire.h"
 
 /* Device limits, reported by query_device and enforced on create. */
@@ -247,8 +248,7 @@ int viw_mmap_insert(struct ib_ucontext *uctx, struct viw_qmem *qm,
 
 static inline void *viw_ring_slot(struct viw_ring *ring, u32 index)
 {
-	return ring->mem + VIW_RING_SLOTS_OFFSET +
-	       (size_t)(index & (ring->num_slots - 1)) * ring->slot_size;
+	return viw_rp_slot(ring->mem, ring->num_slots, ring->slot_size, index);
 }
 
 /* viw_verbs.c */

@@ -95,41 +95,6 @@ static void viw_cq_async_error(struct viw_cq *cq)
 		cq->ibcq.event_handler(&event, cq->ibcq.cq_context);
 }
 
-/*
- * Tries of the cmpxchg below.  The arm word is in memory the process can
- * write at any time, and this runs with the CQ lock held and IRQs off, so
- * a thread that keeps flipping the word must not be able to keep us here.
- */
-#define VIW_CQ_ARM_TRIES	8
-
-/*
- * Disarm the CQ and return true if the consumer asked to be told about
- * this completion.  The consumer may re-arm concurrently, hence cmpxchg.
- * If the word keeps changing under us, disarm it unconditionally and
- * report the event: a spurious completion event is harmless (the consumer
- * polls and may find nothing new), a lost one would leave it asleep.
- */
-static bool viw_cq_take_arm(struct viw_cq *cq, bool solicited)
-{
-	u32 *arm = &cq->ring.ctrl->arm;
-	u32 old = READ_ONCE(*arm);
-	int tries;
-
-	for (tries = 0; tries < VIW_CQ_ARM_TRIES; tries++) {
-		u32 seen;
-
-		if (!(old & VIW_CQ_ARM_NEXT) &&
-		    !(solicited && (old & VIW_CQ_ARM_SOLICITED)))
-			return false;
-		seen = cmpxchg(arm, old, 0);
-		if (seen == old)
-			return true;
-		old = seen;
-	}
-	xchg(arm, 0);
-	return true;
-}
-
 /**
  * viw_cq_push - write one completion into a CQ ring
  * @cq: the CQ
@@ -140,40 +105,32 @@ static bool viw_cq_take_arm(struct viw_cq *cq, bool solicited)
  */
 int viw_cq_push(struct viw_cq *cq, const struct viw_cqe_info *info)
 {
+	const struct viw_cqe cqe = {
+		.wr_id = info->wr_id,
+		.flags = info->flags,
+		.opcode = info->opcode,
+		.status = info->status,
+		.byte_len = info->byte_len,
+		.qp_id = info->qp_id,
+		.inv_stag = info->inv_stag,
+		.vendor_err = info->vendor_err,
+	};
+	struct viw_ring_ctrl *ctrl = cq->ring.ctrl;
 	bool overflow_event = false;
 	bool notify = false;
-	bool busy;
 	unsigned long irqflags;
-	struct viw_cqe *cqe;
 	int rv = 0;
 
 	spin_lock_irqsave(&cq->lock, irqflags);
-	cqe = viw_ring_slot(&cq->ring, cq->prod);
-	/*
-	 * Acquire pairs with the consumer's release store that frees the
-	 * slot: its reads of the old CQE are done before we overwrite it.
-	 */
-	busy = smp_load_acquire(&cqe->flags) & VIW_CQE_VALID;
-	if (cq->overflowed || busy) {
+	if (cq->overflowed ||
+	    !viw_rp_cq_push(ctrl, cq->ring.num_slots, &cq->prod, &cqe)) {
 		rv = -ENOSPC;
 		overflow_event = !cq->overflowed;
 		cq->overflowed = true;
-		WRITE_ONCE(cq->ring.ctrl->kflags,
-			   READ_ONCE(cq->ring.ctrl->kflags) | VIW_RING_KF_OVERFLOW);
+		viw_rp_kflags_add(ctrl, VIW_RING_KF_OVERFLOW);
 		goto out;
 	}
-	cqe->wr_id = info->wr_id;
-	cqe->opcode = info->opcode;
-	cqe->status = info->status;
-	cqe->byte_len = info->byte_len;
-	cqe->qp_id = info->qp_id;
-	cqe->inv_stag = info->inv_stag;
-	cqe->vendor_err = info->vendor_err;
-	/* Publishes the fields above to the consumer. */
-	smp_store_release(&cqe->flags, info->flags | VIW_CQE_VALID);
-	cq->prod++;
-	WRITE_ONCE(cq->ring.ctrl->prod, cq->prod);
-	notify = viw_cq_take_arm(cq, info->flags & VIW_CQE_SOLICITED);
+	notify = viw_rp_cq_take_arm(ctrl, info->flags & VIW_CQE_SOLICITED);
 out:
 	spin_unlock_irqrestore(&cq->lock, irqflags);
 

@@ -74,8 +74,7 @@ int viw_ring_alloc(struct viw_ring *ring, u32 num_slots, u32 slot_size)
 
 	ring->num_slots = num_slots;
 	ring->slot_size = slot_size;
-	ring->size = PAGE_ALIGN(VIW_RING_SLOTS_OFFSET +
-				(size_t)num_slots * slot_size);
+	ring->size = PAGE_ALIGN(viw_rp_ring_bytes(num_slots, slot_size));
 	rv = viw_qmem_alloc(&ring->qmem, ring->size);
 	if (rv)
 		return rv;

@@ -139,15 +139,10 @@ int viw_srq_take(struct viw_srq *srq, struct viw_rqe *rqe)
 
 	spin_lock_irqsave(&srq->lock, flags);
 	slot = viw_ring_slot(&srq->ring, srq->fetch);
-	/* Pairs with the provider's release store of VALID. */
-	if (smp_load_acquire(&slot->flags) & VIW_WQE_VALID) {
-		*rqe = *slot;
-		WRITE_ONCE(slot->flags, 0);
+	if (viw_rp_wqe_take(rqe, slot, sizeof(*rqe))) {
 		srq->fetch++;
-		/* The process may reuse the slot once cons passes it. */
-		smp_store_release(&ctrl->cons, srq->fetch);
-		if (srq->limit &&
-		    READ_ONCE(ctrl->prod) - srq->fetch < srq->limit) {
+		viw_rp_retire(ctrl, srq->fetch);
+		if (viw_rp_srq_below_limit(ctrl, srq->fetch, srq->limit)) {
 			srq->limit = 0;
 			limit_hit = true;
 		}

@@ -15,20 +15,9 @@
 #include "viw_qp.h"
 #include "viw_trace.h"
 
-/* The flags word of both WQE formats, where ownership changes hands. */
-#define VIW_WQE_FLAGS_OFFSET 8
-
-static inline u16 *viw_wqe_flags(void *wqe)
-{
-	return wqe + VIW_WQE_FLAGS_OFFSET;
-}
-
 int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge)
 {
 	int rv;
-
-	BUILD_BUG_ON(offsetof(struct viw_sqe, flags) != VIW_WQE_FLAGS_OFFSET);
-	BUILD_BUG_ON(offsetof(struct viw_rqe, flags) != VIW_WQE_FLAGS_OFFSET);
 
 	rv = viw_ring_alloc(&wq->ring, num_slots, slot_size);
 	if (rv)
@@ -66,7 +55,7 @@ void viw_wq_free(struct viw_wq *wq)
 void viw_wq_set_kflags(struct viw_wq *wq, u32 kflags)
 {
 	if (wq->shadow)
-		WRITE_ONCE(wq->ring.ctrl->kflags, kflags);
+		viw_rp_kflags_set(wq->ring.ctrl, kflags);
 }
 
 static void *viw_wq_shadow(struct viw_wq *wq, u32 index)
@@ -87,22 +76,15 @@ static u8 *viw_wq_status(struct viw_wq *wq, u32 index)
  */
 static void *viw_wq_fetch(struct viw_wq *wq)
 {
-	void *slot, *copy;
+	void *copy = viw_wq_shadow(wq, wq->fetch);
 
-	if (wq->fetch - wq->done >= wq->ring.num_slots)
+	/* The kernel holds at most a ring's worth, [done, fetch). */
+	if (!viw_rp_room(wq->fetch, wq->done, wq->ring.num_slots))
 		return NULL;
-	slot = viw_ring_slot(&wq->ring, wq->fetch);
-	/* Pairs with the provider's release store of VALID. */
-	if (!(smp_load_acquire(viw_wqe_flags(slot)) & VIW_WQE_VALID))
+	if (!viw_rp_wqe_take(copy, viw_ring_slot(&wq->ring, wq->fetch),
+			     wq->ring.slot_size))
 		return NULL;
-	copy = viw_wq_shadow(wq, wq->fetch);
-	memcpy(copy, slot, wq->ring.slot_size);
 	*viw_wq_status(wq, wq->fetch) = VIW_CQE_SUCCESS;
-	/*
-	 * Clear VALID so that this slot is not taken again when fetch comes
-	 * round; the process reuses it only once cons has passed it.
-	 */
-	WRITE_ONCE(*viw_wqe_flags(slot), 0);
 	wq->fetch++;
 	return copy;
 }
@@ -111,8 +93,7 @@ static void *viw_wq_fetch(struct viw_wq *wq)
 static void viw_wq_retire(struct viw_wq *wq)
 {
 	wq->done++;
-	/* The process may overwrite the slot once it sees cons pass it. */
-	smp_store_release(&wq->ring.ctrl->cons, wq->done);
+	viw_rp_retire(wq->ring.ctrl, wq->done);
 }
 
 static u8 viw_sqe_cqe_opcode(const struct viw_sqe *sqe)
@@ -503,8 +484,7 @@ bool viw_sq_idle(struct viw_qp *qp)
 
 	if (READ_ONCE(sq->done) != sq->fetch)
 		return false;
-	/* Pairs with the provider's release store of VALID, as in fetch. */
-	return !(smp_load_acquire(viw_wqe_flags(slot)) & VIW_WQE_VALID);
+	return !viw_rp_wqe_posted(viw_rp_wqe_flags(slot));
 }
 
 /* The peer reported an error: the oldest unfinished SQE takes it. */

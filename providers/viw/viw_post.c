@@ -249,8 +249,7 @@ static void viw_sqe_copy_bind(struct viw_sqe *sqe,
 static void viw_sqe_write(struct viw_sqe *sqe, const struct ibv_send_wr *wr,
 			  uint8_t op, uint16_t flags)
 {
-	__atomic_store_n(&sqe->flags, flags & ~VIW_WQE_VALID,
-			 __ATOMIC_RELAXED);
+	viw_rp_wqe_stage(&sqe->flags, flags);
 	sqe->wr_id = wr->wr_id;
 	sqe->opcode = op;
 	sqe->inv_stag = op == VIW_OP_SEND_INV || op == VIW_OP_LOCAL_INV ?
@@ -351,8 +350,7 @@ bool viw_sq_publish(struct viw_context *ctx, struct viw_qp *qp,
 	for (i = first; i != ring->head; i++) {
 		struct viw_sqe *sqe = viw_ring_slot(ring, i);
 
-		viw_wqe_publish(&sqe->flags,
-				__atomic_load_n(&sqe->flags, __ATOMIC_RELAXED));
+		viw_rp_wqe_post(&sqe->flags, viw_rp_read_once(&sqe->flags));
 	}
 	return viw_doorbell_needed(ctx, &qp->sq);
 }
@@ -404,7 +402,7 @@ static void viw_rqe_write(struct viw_rqe *rqe, const struct ibv_recv_wr *wr)
 {
 	int i;
 
-	__atomic_store_n(&rqe->flags, 0, __ATOMIC_RELAXED);
+	viw_rp_wqe_stage(&rqe->flags, 0);
 	rqe->wr_id = wr->wr_id;
 	rqe->rsvd0 = 0;
 	rqe->rsvd1 = 0;
@@ -428,7 +426,7 @@ static int viw_rq_post_one(struct viw_ring *ring, uint32_t max_sge,
 
 	rqe = viw_ring_slot(ring, ring->head);
 	viw_rqe_write(rqe, wr);
-	viw_wqe_publish(&rqe->flags, 0);
+	viw_rp_wqe_post(&rqe->flags, 0);
 	ring->head++;
 	return 0;
 }
@@ -588,12 +586,12 @@ bool viw_cq_pop(struct viw_cq *cq, struct ibv_wc *wc)
 {
 	struct viw_ring *ring = &cq->q.ring;
 	struct viw_cqe *cqe = viw_ring_slot(ring, ring->head);
-	uint32_t flags = viw_cqe_flags_acquire(cqe);
+	uint32_t flags = viw_rp_cqe_flags(cqe);
 
 	if (!(flags & VIW_CQE_VALID))
 		return false;
 	viw_cqe_to_wc(cqe, flags, wc);
-	viw_cqe_release(cqe);
+	viw_rp_cqe_release(cqe);
 	ring->head++;
 	return true;
 }
@@ -615,6 +613,6 @@ int viw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 
 int viw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-	viw_cq_arm(to_viw_cq(ibcq)->q.ring.ctrl, solicited_only);
+	viw_rp_cq_arm(to_viw_cq(ibcq)->q.ring.ctrl, solicited_only);
 	return 0;
 }

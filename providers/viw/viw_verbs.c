@@ -252,8 +252,8 @@ static int viw_queue_map(struct ibv_context *ctx, struct viw_queue *q,
 	void *map;
 
 	if ((uint64_t)(size_t)size != size ||
-	    viw_ring_bytes(num_slots, slot_size) > size ||
-	    !viw_is_pow2(num_slots)) {
+	    viw_rp_ring_bytes(num_slots, slot_size) > size ||
+	    !viw_rp_is_pow2(num_slots)) {
 		verbs_err(viw_vctx(ctx), "bad ring: %u slots in %llu bytes\n",
 			  num_slots, (unsigned long long)size);
 		return EPROTO;

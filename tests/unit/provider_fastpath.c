@@ -72,7 +72,7 @@ static struct viw_cq cq;
 
 static void queue_init(struct viw_queue *q, uint32_t slot_size)
 {
-	uint64_t size = viw_ring_bytes(SLOTS, slot_size);
+	uint64_t size = viw_rp_ring_bytes(SLOTS, slot_size);
 
 	free(q->map);
 	q->map = aligned_alloc(4096, (size + 4095) & ~4095ull);
@@ -505,7 +505,7 @@ static void kernel_cqe(uint32_t i, uint8_t status, uint8_t opcode,
 	cqe->qp_id = 42;
 	cqe->inv_stag = 0x9999;
 	cqe->vendor_err = status ? 0x123 : 0;
-	viw_cqe_publish(cqe, flags);
+	viw_rp_cqe_publish(cqe, flags);
 }
 
 static const enum ibv_wc_status want_status[] = {
