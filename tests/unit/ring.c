@@ -17,23 +17,7 @@
 #include <unistd.h>
 
 #include "viw_ring.h"
-
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			printf("FAIL %s:%d: ", __func__, __LINE__);	\
-			printf(__VA_ARGS__);				\
-			printf("\n");					\
-			failures++;					\
-		}							\
-	} while (0)
-
-static void report(const char *name, int before)
-{
-	printf("%s %s\n", failures == before ? "PASS" : "FAIL", name);
-}
+#include "viw_check.h"
 
 static void *ring_mem(uint32_t slots, uint32_t slot_size)
 {
@@ -53,7 +37,7 @@ static void test_init(void)
 	struct viw_ring r;
 	void *mem = ring_mem(8, VIW_SQE_SIZE);
 	uint64_t size = viw_ring_bytes(8, VIW_SQE_SIZE);
-	int before = failures;
+	int before = tc_failures;
 
 	CHECK(viw_ring_init(&r, mem, size, 8, VIW_SQE_SIZE), "8 slots");
 	CHECK(!viw_ring_init(&r, mem, size - 1, 8, VIW_SQE_SIZE),
@@ -66,7 +50,7 @@ static void test_init(void)
 	CHECK(viw_ring_bytes(0x80000000u, 0x80000000u) ==
 	      VIW_RING_SLOTS_OFFSET + (1ull << 62), "ring size overflowed");
 	free(mem);
-	report("ring init", before);
+	tc_report("ring init", before);
 }
 
 static void test_slots(void)
@@ -74,7 +58,7 @@ static void test_slots(void)
 	struct viw_ring r;
 	uint8_t *mem = ring_mem(16, VIW_CQE_SIZE);
 	uint32_t i;
-	int before = failures;
+	int before = tc_failures;
 
 	viw_ring_init(&r, mem, viw_ring_bytes(16, VIW_CQE_SIZE), 16,
 		      VIW_CQE_SIZE);
@@ -87,7 +71,7 @@ static void test_slots(void)
 	CHECK(viw_ring_slot(&r, UINT32_MAX) == viw_ring_slot(&r, 15),
 	      "slot UINT32_MAX");
 	free(mem);
-	report("slot addressing", before);
+	tc_report("slot addressing", before);
 }
 
 /* Free-running u32 indices across the 2^32 wrap. */
@@ -96,7 +80,7 @@ static void test_wrap(void)
 	struct viw_ring r;
 	void *mem = ring_mem(8, VIW_SQE_SIZE);
 	uint32_t start = UINT32_MAX - 3, i;
-	int before = failures;
+	int before = tc_failures;
 
 	viw_ring_init(&r, mem, viw_ring_bytes(8, VIW_SQE_SIZE), 8,
 		      VIW_SQE_SIZE);
@@ -124,14 +108,14 @@ static void test_wrap(void)
 	r.ctrl->cons = r.head - 9;
 	CHECK(viw_ring_full(&r), "cons more than a ring behind");
 	free(mem);
-	report("wraparound, full and empty", before);
+	tc_report("wraparound, full and empty", before);
 }
 
 static void test_valid(void)
 {
 	struct viw_sqe sqe = {};
 	struct viw_cqe cqe = {};
-	int before = failures;
+	int before = tc_failures;
 
 	CHECK(!viw_wqe_valid(&sqe.flags), "fresh sqe valid");
 	viw_wqe_publish(&sqe.flags, VIW_WQE_SIGNALED | VIW_WQE_INLINE);
@@ -147,7 +131,7 @@ static void test_valid(void)
 	      "cqe flags 0x%x", cqe.flags);
 	viw_cqe_release(&cqe);
 	CHECK(cqe.flags == 0, "released cqe 0x%x", cqe.flags);
-	report("VALID handoff", before);
+	tc_report("VALID handoff", before);
 }
 
 /* The kernel's disarm: take the arm word if it fires, else leave it. */
@@ -167,7 +151,7 @@ static bool kernel_take_arm(struct viw_ring_ctrl *ctrl, bool solicited)
 static void test_arm_bits(void)
 {
 	struct viw_ring_ctrl ctrl = {};
-	int before = failures;
+	int before = tc_failures;
 
 	CHECK(!kernel_take_arm(&ctrl, false) && !kernel_take_arm(&ctrl, true),
 	      "unarmed CQ fired");
@@ -197,7 +181,7 @@ static void test_arm_bits(void)
 	viw_cq_arm(&ctrl, false);
 	viw_cq_arm(&ctrl, false);
 	CHECK(ctrl.arm == VIW_CQ_ARM_NEXT, "arm 0x%x", ctrl.arm);
-	report("CQ arm bits", before);
+	tc_report("CQ arm bits", before);
 }
 
 #define ARM_ROUNDS 200000
@@ -230,7 +214,7 @@ static void test_arm_race(void)
 	struct arm_race a = {};
 	pthread_t t;
 	uint32_t i;
-	int before = failures;
+	int before = tc_failures;
 
 	pthread_create(&t, NULL, arm_kernel, &a);
 	for (i = 0; i < ARM_ROUNDS; i++) {
@@ -244,7 +228,7 @@ static void test_arm_race(void)
 	pthread_join(t, NULL);
 	CHECK(a.fired == ARM_ROUNDS && i == ARM_ROUNDS,
 	      "%u arms, %u events", i, a.fired);
-	report("CQ arm race", before);
+	tc_report("CQ arm race", before);
 }
 
 #define STRESS_SLOTS 16
@@ -328,7 +312,7 @@ static void test_sq_stress(void)
 	struct stress s = {};
 	void *mem = ring_mem(STRESS_SLOTS, VIW_SQE_SIZE);
 	pthread_t t;
-	int before = failures;
+	int before = tc_failures;
 
 	viw_ring_init(&s.ring, mem, viw_ring_bytes(STRESS_SLOTS, VIW_SQE_SIZE),
 		      STRESS_SLOTS, VIW_SQE_SIZE);
@@ -343,7 +327,7 @@ static void test_sq_stress(void)
 	CHECK(s.ring.ctrl->cons == s.ring.head, "cons %u head %u",
 	      s.ring.ctrl->cons, s.ring.head);
 	free(mem);
-	report("SQ producer/consumer stress", before);
+	tc_report("SQ producer/consumer stress", before);
 }
 
 /* Kernel side of a CQ: a slot is free once the provider cleared VALID. */
@@ -398,7 +382,7 @@ static void test_cq_stress(void)
 	struct stress s = {};
 	void *mem = ring_mem(STRESS_SLOTS, VIW_CQE_SIZE);
 	pthread_t t;
-	int before = failures;
+	int before = tc_failures;
 
 	viw_ring_init(&s.ring, mem, viw_ring_bytes(STRESS_SLOTS, VIW_CQE_SIZE),
 		      STRESS_SLOTS, VIW_CQE_SIZE);
@@ -411,7 +395,7 @@ static void test_cq_stress(void)
 	CHECK(s.ring.ctrl->cons == s.ring.ctrl->prod, "cons %u prod %u",
 	      s.ring.ctrl->cons, s.ring.ctrl->prod);
 	free(mem);
-	report("CQ producer/consumer stress", before);
+	tc_report("CQ producer/consumer stress", before);
 }
 
 int main(void)
@@ -425,9 +409,5 @@ int main(void)
 	test_arm_race();
 	test_sq_stress();
 	test_cq_stress();
-	if (failures) {
-		printf("%d ring check(s) failed\n", failures);
-		return 1;
-	}
-	return 0;
+	return tc_done("unit.ring");
 }

@@ -561,7 +561,7 @@ static void test_framing(void)
 		/* fits, and the next larger ULPDU does not */
 		CHECK(viw_fpdu_len(m) <= emss);
 		CHECK(viw_fpdu_len(m + 1) > emss);
-		if (wire_failures)
+		if (tc_failures)
 			break;
 	}
 	CHECK_EQ(viw_fpdu_len(viw_mulpdu(65540)), 65540);
@@ -667,5 +667,5 @@ int main(void)
 	RUN(test_crc_bytes);
 	RUN(test_crc32c_kat);
 	RUN(test_fpdu_kat);
-	return wire_done("wire.ddp");
+	return tc_done("wire.ddp");
 }
