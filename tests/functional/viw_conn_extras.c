@@ -69,7 +69,6 @@
 #define _GNU_SOURCE
 #include <endian.h>
 #include <errno.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -432,12 +431,8 @@ static void expect_no_wc(int sc, const char *side, struct ibv_cq *cq)
 /* ---- client -------------------------------------------------------------- */
 
 struct xs_client {
+	struct vt_ep ep;
 	struct sockaddr_storage dst;
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
 	uint8_t *buf;
 	int max_sge;			/* the device's */
 	struct ibv_qp_cap cap;		/* granted to the QP */
@@ -447,29 +442,9 @@ struct xs_client {
 	uint8_t pdata[256];
 	unsigned int pdata_len;
 	struct xs_offer peer;		/* host byte order */
-	char why[256];
+	int sc;				/* the scenario being connected */
+	bool first;			/* the run's first connection */
 };
-
-static void client_close(struct xs_client *c)
-{
-	if (c->id && c->id->qp)
-		rdma_destroy_qp(c->id);
-	if (c->cq)
-		ibv_destroy_cq(c->cq);
-	if (c->mr)
-		ibv_dereg_mr(c->mr);
-	if (c->pd)
-		ibv_dealloc_pd(c->pd);
-	if (c->id)
-		rdma_destroy_id(c->id);
-	if (c->ch)
-		rdma_destroy_event_channel(c->ch);
-	c->ch = NULL;
-	c->id = NULL;
-	c->pd = NULL;
-	c->cq = NULL;
-	c->mr = NULL;
-}
 
 /* PD, MR, CQ and a QP with the device's max_sge and 64 bytes inline. */
 static int client_alloc(struct xs_client *c)
@@ -483,46 +458,26 @@ static int client_alloc(struct xs_client *c)
 		},
 	};
 	struct ibv_device_attr dattr;
-	const char *step = "ibv_query_device";
-	int err;
+	int rv;
 
-	err = ibv_query_device(c->id->verbs, &dattr);
-	if (err) {
-		errno = err;
-		goto err;
+	rv = ibv_query_device(c->ep.id->verbs, &dattr);
+	if (rv) {
+		snprintf(c->ep.why, sizeof(c->ep.why), "ibv_query_device: %s",
+			 strerror(rv));
+		return -rv;
 	}
 	c->max_sge = dattr.max_sge;
 	if (c->max_sge < 1 || c->max_sge > XS_MAX_SGE) {
-		snprintf(c->why, sizeof(c->why), "device max_sge %d outside "
-			 "1..%d", c->max_sge, XS_MAX_SGE);
+		snprintf(c->ep.why, sizeof(c->ep.why), "device max_sge %d "
+			 "outside 1..%d", c->max_sge, XS_MAX_SGE);
 		return -EINVAL;
 	}
 	attr.cap.max_send_sge = c->max_sge;
 	attr.cap.max_recv_sge = c->max_sge;
-	step = "ibv_alloc_pd";
-	c->pd = ibv_alloc_pd(c->id->verbs);
-	if (!c->pd)
-		goto err;
-	step = "ibv_reg_mr";
-	c->mr = ibv_reg_mr(c->pd, c->buf, XS_CBUF_LEN, IBV_ACCESS_LOCAL_WRITE);
-	if (!c->mr)
-		goto err;
-	step = "ibv_create_cq";
-	c->cq = ibv_create_cq(c->id->verbs, 2 * XS_QP_DEPTH, NULL, NULL, 0);
-	if (!c->cq)
-		goto err;
-	attr.send_cq = c->cq;
-	attr.recv_cq = c->cq;
-	step = "rdma_create_qp";
-	if (rdma_create_qp(c->id, c->pd, &attr))
-		goto err;
-	c->cap = attr.cap;
-	return 0;
-err:
-	err = errno;
-	snprintf(c->why, sizeof(c->why), "%s on %s: %s", step,
-		 ibv_get_device_name(c->id->verbs->device), strerror(err));
-	return -err;
+	rv = vt_ep_alloc(&c->ep, c->buf, XS_CBUF_LEN, 2 * XS_QP_DEPTH, &attr);
+	if (!rv)
+		c->cap = attr.cap;
+	return rv;
 }
 
 /* Channel, id, address and route, resources. */
@@ -530,16 +485,21 @@ static int client_setup(struct xs_client *c)
 {
 	int rv;
 
-	rv = vt_route_client(&c->dst, c, XS_RESOLVE_MS, XS_EVENT_MS, &c->ch,
-			     &c->id, c->why, sizeof(c->why));
+	rv = vt_ep_route(&c->ep, &c->dst, c, XS_RESOLVE_MS, XS_EVENT_MS);
 	if (rv)
 		return rv;
 	return client_alloc(c);
 }
 
-/* rdma_connect with the hello; the answering event in c->event. */
-static int client_connect_once(struct xs_client *c, int sc)
+/*
+ * rdma_connect with the hello of c->sc; the answering event in c->event.
+ * A REJECTED without private data to the run's first connection counts
+ * as refused (-ECONNREFUSED): the server may not be listening yet.
+ */
+static int client_connect_once(void *arg)
 {
+	struct xs_client *c = arg;
+	int sc = c->sc;
 	struct xs_hello hello;
 	struct rdma_conn_param param = {
 		.private_data = &hello,
@@ -555,16 +515,16 @@ static int client_connect_once(struct xs_client *c, int sc)
 	if (rv)
 		return rv;
 	make_hello(&hello, sc, sc == XS_MAX_SGE_SC ? (uint32_t)c->max_sge : 0);
-	if (rdma_connect(c->id, &param)) {
+	if (rdma_connect(c->ep.id, &param)) {
 		rv = -errno;
-		snprintf(c->why, sizeof(c->why), "rdma_connect: %s",
+		snprintf(c->ep.why, sizeof(c->ep.why), "rdma_connect: %s",
 			 strerror(errno));
 		return rv;
 	}
 	start = vt_now_ms();
-	rv = vt_cm_get(c->ch, vt_deadline_in(XS_CONNECT_MS), &ev);
+	rv = vt_cm_get(c->ep.ch, vt_deadline_in(XS_CONNECT_MS), &ev);
 	if (rv) {
-		snprintf(c->why, sizeof(c->why), "no answer to rdma_connect "
+		snprintf(c->ep.why, sizeof(c->ep.why), "no answer to rdma_connect "
 			 "within %lld ms: %s", vt_now_ms() - start,
 			 strerror(-rv));
 		return rv;
@@ -579,37 +539,24 @@ static int client_connect_once(struct xs_client *c, int sc)
 		memcpy(c->pdata, ev->param.conn.private_data, c->pdata_len);
 	}
 	rdma_ack_cm_event(ev);
+	if (c->first && c->event == RDMA_CM_EVENT_REJECTED && !c->pdata_len) {
+		snprintf(c->ep.why, sizeof(c->ep.why), "REJECTED, status %d",
+			 c->status);
+		return -ECONNREFUSED;
+	}
 	return 0;
 }
 
-/*
- * Connect for scenario @sc: 0 once rdma_connect was answered (c->event).
- * The first connection is retried for a few seconds while it is
- * refused without private data, in case the server is not listening yet.
- */
+/* Connect for scenario @sc: true once rdma_connect was answered. */
 static bool client_connect(struct xs_client *c, int sc, bool first)
 {
-	long long retry_end = vt_deadline_in(XS_RETRY_MS);
 	char name[64];
-	int rv;
 
 	snprintf(name, sizeof(name), "%s: connect", xs_names[sc]);
-	for (;;) {
-		rv = client_connect_once(c, sc);
-		if (!rv && (!first || c->event != RDMA_CM_EVENT_REJECTED ||
-			    c->pdata_len))
-			return true;
-		if (!rv)
-			snprintf(c->why, sizeof(c->why), "REJECTED, status %d",
-				 c->status);
-		client_close(c);
-		if (!first || rv || vt_now_ms() >= retry_end)
-			break;
-		vt_info("%s: %s; retrying", name, c->why);
-		usleep(200000);
-	}
-	vt_fail(name, "%s", c->why);
-	return false;
+	c->sc = sc;
+	c->first = first;
+	return vt_ep_connect_retry(&c->ep, name, first, XS_RETRY_MS,
+				   client_connect_once, c);
 }
 
 static int client_parse_offer(struct xs_client *c, int sc)
@@ -617,7 +564,7 @@ static int client_parse_offer(struct xs_client *c, int sc)
 	struct xs_offer o;
 
 	if (c->pdata_len < sizeof(o)) {
-		snprintf(c->why, sizeof(c->why), "accept private data is %u "
+		snprintf(c->ep.why, sizeof(c->ep.why), "accept private data is %u "
 			 "bytes, expected %zu", c->pdata_len, sizeof(o));
 		return -EPROTO;
 	}
@@ -628,7 +575,7 @@ static int client_parse_offer(struct xs_client *c, int sc)
 	c->peer.rkey = be32toh(o.rkey);
 	c->peer.len = be32toh(o.len);
 	if (c->peer.magic != XS_MAGIC || c->peer.scenario != (uint32_t)sc) {
-		snprintf(c->why, sizeof(c->why), "accept private data: magic "
+		snprintf(c->ep.why, sizeof(c->ep.why), "accept private data: magic "
 			 "%#x scenario %u", c->peer.magic, c->peer.scenario);
 		return -EPROTO;
 	}
@@ -681,7 +628,7 @@ static void set_sge(struct ibv_sge *sge, const struct xs_client *c,
 {
 	sge->addr = (uintptr_t)(c->buf + off);
 	sge->length = len;
-	sge->lkey = c->mr->lkey;
+	sge->lkey = c->ep.mr->lkey;
 }
 
 /* Post a chain of @n WRs; a check named @what. */
@@ -694,7 +641,7 @@ static bool client_post(struct xs_client *c, int sc, struct ibv_send_wr *wr,
 
 	for (i = 0; i < n; i++)
 		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
-	rv = ibv_post_send(c->id->qp, wr, &bad);
+	rv = ibv_post_send(c->ep.id->qp, wr, &bad);
 	snprintf(name, sizeof(name), "%s: post %s", xs_names[sc], what);
 	vt_check(!rv, name, "ibv_post_send: %s (bad_wr %lld)", strerror(rv),
 		 bad ? (long long)bad->wr_id : -1LL);
@@ -737,8 +684,8 @@ static void client_zero_len(struct xs_client *c)
 	wr[4].num_sge = 1;
 	if (!client_post(c, XS_ZERO_LEN, wr, 5, "5 WRs"))
 		return;
-	expect_wcs(XS_ZERO_LEN, c->cq, want, 5, wc, 0);
-	expect_no_wc(XS_ZERO_LEN, "client", c->cq);
+	expect_wcs(XS_ZERO_LEN, c->ep.cq, want, 5, wc, 0);
+	expect_no_wc(XS_ZERO_LEN, "client", c->ep.cq);
 }
 
 /* A SEND and a receive with one SGE too many must not post. */
@@ -756,7 +703,7 @@ static void client_too_many_sges(struct xs_client *c)
 	swr.num_sge = n;
 	swr.opcode = IBV_WR_SEND;
 	swr.send_flags = IBV_SEND_SIGNALED;
-	rv = ibv_post_send(c->id->qp, &swr, &sbad);
+	rv = ibv_post_send(c->ep.id->qp, &swr, &sbad);
 	vt_check(rv == EINVAL && sbad == &swr, "max-sge: SEND with "
 		 "max_send_sge + 1 SGEs fails with EINVAL", "ibv_post_send "
 		 "returned %d (%s), bad_wr %s", rv, strerror(rv),
@@ -764,7 +711,7 @@ static void client_too_many_sges(struct xs_client *c)
 	rwr.wr_id = 98;
 	rwr.sg_list = sge;
 	rwr.num_sge = n;
-	rv = ibv_post_recv(c->id->qp, &rwr, &rbad);
+	rv = ibv_post_recv(c->ep.id->qp, &rwr, &rbad);
 	vt_check(rv == EINVAL && rbad == &rwr, "max-sge: receive with "
 		 "max_recv_sge + 1 SGEs fails with EINVAL", "ibv_post_recv "
 		 "returned %d (%s), bad_wr %s", rv, strerror(rv),
@@ -815,13 +762,13 @@ static void client_max_sge(struct xs_client *c)
 	wr[2].num_sge = 1;
 	if (!client_post(c, XS_MAX_SGE_SC, wr, 3, "SEND, WRITE, SEND"))
 		return;
-	if (expect_wcs(XS_MAX_SGE_SC, c->cq, want, 3, wc, 0))
+	if (expect_wcs(XS_MAX_SGE_SC, c->ep.cq, want, 3, wc, 0))
 		client_too_many_sges(c);
 	else
 		vt_fail("max-sge: max_sge + 1 SGEs",
 			"not tried: the WRs before "
 			"did not all complete");
-	expect_no_wc(XS_MAX_SGE_SC, "client", c->cq);
+	expect_no_wc(XS_MAX_SGE_SC, "client", c->ep.cq);
 }
 
 static void client_inline(struct xs_client *c)
@@ -873,8 +820,8 @@ static void client_inline(struct xs_client *c)
 	memset(one, 0, XS_INLINE_LEN);
 	memset(two, 0, XS_INLINE_LEN);
 	memset(three, 0, XS_INLINE_LEN);
-	expect_wcs(XS_INLINE, c->cq, want, 2, wc, 0);
-	expect_no_wc(XS_INLINE, "client", c->cq);
+	expect_wcs(XS_INLINE, c->ep.cq, want, 2, wc, 0);
+	expect_no_wc(XS_INLINE, "client", c->ep.cq);
 out:
 	free(one);
 	free(two);
@@ -906,13 +853,13 @@ static void client_solicited(struct xs_client *c)
 	wr[1].send_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
 	wr[1].sg_list = &sge[1];
 	if (!client_post(c, XS_SOLICITED, &wr[0], 1, "unsolicited SEND") ||
-	    !expect_wcs(XS_SOLICITED, c->cq, &want[0], 1, wc, 0))
+	    !expect_wcs(XS_SOLICITED, c->ep.cq, &want[0], 1, wc, 0))
 		return;
 	usleep(XS_SOLICIT_GAP_MS * 1000);
 	if (!client_post(c, XS_SOLICITED, &wr[1], 1, "solicited SEND"))
 		return;
-	expect_wcs(XS_SOLICITED, c->cq, &want[1], 1, wc, 0);
-	expect_no_wc(XS_SOLICITED, "client", c->cq);
+	expect_wcs(XS_SOLICITED, c->ep.cq, &want[1], 1, wc, 0);
+	expect_no_wc(XS_SOLICITED, "client", c->ep.cq);
 }
 
 /* The aligned and the gathered 64 KiB message in the client's buffer. */
@@ -996,7 +943,7 @@ static void client_bulk(struct xs_client *c)
 		vt_fail("bulk: setup", "max_send_sge %u < %d",
 			c->cap.max_send_sge, XS_B_SGES);
 	} else if (client_post(c, XS_BULK, wr, 7, "SENDs, WRITEs, READs") &&
-		   expect_wcs(XS_BULK, c->cq, want, 7, wc, 0)) {
+		   expect_wcs(XS_BULK, c->ep.cq, want, 7, wc, 0)) {
 		fill_bulk(want_rd, XS_BULK_LEN, XS_SEED_BULK_READ, 0);
 		check_bytes("bulk: aligned READ sink holds the source",
 			    c->buf + XS_C_B_READ1, want_rd, XS_BULK_LEN);
@@ -1005,7 +952,7 @@ static void client_bulk(struct xs_client *c)
 		check_bytes("bulk: unaligned READ sink holds the source",
 			    c->buf + XS_C_B_READ2, want_rd, XS_BULK_LEN);
 	}
-	expect_no_wc(XS_BULK, "client", c->cq);
+	expect_no_wc(XS_BULK, "client", c->ep.cq);
 	free(want_rd);
 }
 
@@ -1016,14 +963,14 @@ static void client_wait_disconnected(struct xs_client *c, int sc)
 	int rv;
 
 	snprintf(name, sizeof(name), "%s: client DISCONNECTED", xs_names[sc]);
-	if (rdma_disconnect(c->id)) {
+	if (rdma_disconnect(c->ep.id)) {
 		vt_fail(name, "rdma_disconnect: %s", strerror(errno));
 		return;
 	}
-	rv = vt_cm_expect(c->ch, RDMA_CM_EVENT_DISCONNECTED, XS_DISC_MS, &ev,
-			  c->why, sizeof(c->why));
+	rv = vt_cm_expect(c->ep.ch, RDMA_CM_EVENT_DISCONNECTED, XS_DISC_MS, &ev,
+			  c->ep.why, sizeof(c->ep.why));
 	if (rv) {
-		vt_fail(name, "%s", c->why);
+		vt_fail(name, "%s", c->ep.why);
 		return;
 	}
 	rdma_ack_cm_event(ev);
@@ -1040,21 +987,21 @@ static void client_scenario(struct xs_client *c, int sc, bool first)
 		return;
 	if (sc == XS_REJECT_PDATA) {
 		client_reject_pdata(c);
-		client_close(c);
+		vt_ep_close(&c->ep);
 		return;
 	}
 	snprintf(name, sizeof(name), "%s: client ESTABLISHED", xs_names[sc]);
 	if (c->event != RDMA_CM_EVENT_ESTABLISHED) {
 		vt_fail(name, "got %s, status %d", rdma_event_str(c->event),
 			c->status);
-		client_close(c);
+		vt_ep_close(&c->ep);
 		return;
 	}
 	vt_pass("%s", name);
 	if (sc == XS_ACCEPT_PDATA) {
 		client_accept_pdata(c);
 	} else if (client_parse_offer(c, sc)) {
-		vt_fail(name, "%s", c->why);
+		vt_fail(name, "%s", c->ep.why);
 	} else {
 		switch (sc) {
 		case XS_ZERO_LEN:
@@ -1075,7 +1022,7 @@ static void client_scenario(struct xs_client *c, int sc, bool first)
 		}
 	}
 	client_wait_disconnected(c, sc);
-	client_close(c);
+	vt_ep_close(&c->ep);
 }
 
 static int run_client(const char *host, const char *port)
@@ -1118,12 +1065,9 @@ struct xs_server {
 };
 
 struct xs_conn {
-	struct rdma_cm_id *id;
-	struct ibv_comp_channel *cc;
-	struct ibv_cq *cq;
+	struct vt_ep ep;
 	int sc;
 	uint32_t arg;
-	char why[256];
 };
 
 static int server_listen(struct xs_server *s, const char *host,
@@ -1200,25 +1144,10 @@ static uint8_t *slot(uint8_t *base, int k)
 	return base + XS_S_SLOTS + k * XS_SLOT_GAP;
 }
 
-static void conn_free(struct xs_conn *conn)
-{
-	if (conn->id && conn->id->qp)
-		rdma_destroy_qp(conn->id);
-	if (conn->cq)
-		ibv_destroy_cq(conn->cq);
-	if (conn->cc)
-		ibv_destroy_comp_channel(conn->cc);
-	if (conn->id)
-		rdma_destroy_id(conn->id);
-	conn->id = NULL;
-	conn->cq = NULL;
-	conn->cc = NULL;
-}
-
 /*
  * The next event of @conn must be @want.  A CONNECT_REQUEST that comes
  * meanwhile (the client may be faster than this server) is kept for
- * later.  0, or -errno with a description in conn->why.
+ * later.  0, or -errno with a description in conn->ep.why.
  */
 static int server_wait_conn(struct xs_server *s, struct xs_conn *conn,
 			    enum rdma_cm_event_type want, int ms)
@@ -1230,7 +1159,7 @@ static int server_wait_conn(struct xs_server *s, struct xs_conn *conn,
 	for (;;) {
 		rv = vt_cm_get(s->ch, deadline, &ev);
 		if (rv) {
-			snprintf(conn->why, sizeof(conn->why), "no %s within "
+			snprintf(conn->ep.why, sizeof(conn->ep.why), "no %s within "
 				 "%lld ms: %s", rdma_event_str(want),
 				 vt_now_ms() - start, strerror(-rv));
 			return rv;
@@ -1239,14 +1168,14 @@ static int server_wait_conn(struct xs_server *s, struct xs_conn *conn,
 			s->pending = ev;
 			continue;
 		}
-		if (ev->id == conn->id) {
+		if (ev->id == conn->ep.id) {
 			enum rdma_cm_event_type type = ev->event;
 			int status = ev->status;
 
 			rdma_ack_cm_event(ev);
 			if (type == want)
 				return 0;
-			snprintf(conn->why, sizeof(conn->why), "got %s (status "
+			snprintf(conn->ep.why, sizeof(conn->ep.why), "got %s (status "
 				 "%d), expected %s", rdma_event_str(type),
 				 status, rdma_event_str(want));
 			return -EPROTO;
@@ -1268,13 +1197,10 @@ static int server_wait_conn(struct xs_server *s, struct xs_conn *conn,
 static int post_recv(struct xs_conn *conn, uint64_t wr_id,
 		     struct ibv_sge *sge, int n)
 {
-	struct ibv_recv_wr wr = {
-		.wr_id = wr_id, .sg_list = sge, .num_sge = n,
-	}, *bad;
-	int rv = ibv_post_recv(conn->id->qp, &wr, &bad);
+	int rv = vt_post_recv(conn->ep.id->qp, wr_id, sge, n);
 
 	if (rv)
-		snprintf(conn->why, sizeof(conn->why), "ibv_post_recv wr_id "
+		snprintf(conn->ep.why, sizeof(conn->ep.why), "ibv_post_recv wr_id "
 			 "%llu, %d SGEs: %s", (unsigned long long)wr_id, n,
 			 strerror(rv));
 	return rv;
@@ -1386,29 +1312,22 @@ static int server_accept(struct xs_server *s, struct xs_conn *conn)
 	}
 	if (conn->sc == XS_SOLICITED) {
 		step = "ibv_create_comp_channel";
-		conn->cc = ibv_create_comp_channel(s->verbs);
-		if (!conn->cc)
+		conn->ep.cc = ibv_create_comp_channel(s->verbs);
+		if (!conn->ep.cc)
 			goto err;
-		rv = vt_set_nonblock(conn->cc->fd);
+		rv = vt_set_nonblock(conn->ep.cc->fd);
 		if (rv) {
 			errno = -rv;
 			goto err;
 		}
 	}
-	step = "ibv_create_cq";
-	conn->cq = ibv_create_cq(s->verbs, 16, NULL, conn->cc, 0);
-	if (!conn->cq)
-		goto err;
-	attr.send_cq = conn->cq;
-	attr.recv_cq = conn->cq;
-	step = "rdma_create_qp";
-	if (rdma_create_qp(conn->id, s->pd, &attr))
-		goto err;
+	if (vt_ep_qp(&conn->ep, s->pd, 16, &attr))
+		return -1;
 	if (server_post_recvs(s, conn))
 		return -1;
 	if (conn->sc == XS_SOLICITED) {
 		step = "ibv_req_notify_cq(solicited_only)";
-		rv = ibv_req_notify_cq(conn->cq, 1);
+		rv = ibv_req_notify_cq(conn->ep.cq, 1);
 		if (rv) {
 			errno = rv;
 			goto err;
@@ -1420,11 +1339,11 @@ static int server_accept(struct xs_server *s, struct xs_conn *conn)
 		param.private_data_len = sizeof(accept_pat);
 	}
 	step = "rdma_accept";
-	if (rdma_accept(conn->id, &param))
+	if (rdma_accept(conn->ep.id, &param))
 		goto err;
 	return 0;
 err:
-	snprintf(conn->why, sizeof(conn->why), "%s: %s", step,
+	snprintf(conn->ep.why, sizeof(conn->ep.why), "%s: %s", step,
 		 strerror(errno));
 	return -1;
 }
@@ -1451,7 +1370,7 @@ static void server_zero_len(struct xs_server *s, struct xs_conn *conn)
 	};
 	struct ibv_wc wc[3];
 
-	if (!expect_wcs(XS_ZERO_LEN, conn->cq, want, 3, wc, 0))
+	if (!expect_wcs(XS_ZERO_LEN, conn->ep.cq, want, 3, wc, 0))
 		return;
 	fill_pat(slot(s->want, 1), XS_SIGNAL_LEN, XS_SEED_SIGNAL);
 	server_check_region(s, XS_ZERO_LEN, "slot of the 0-byte SEND "
@@ -1460,7 +1379,7 @@ static void server_zero_len(struct xs_server *s, struct xs_conn *conn)
 			    "it", slot(s->buf, 1) - s->buf, XS_SLOT_LEN);
 	server_check_region(s, XS_ZERO_LEN, "WRITE target unchanged by the "
 			    "0-byte WRITEs", XS_S_TARGET, XS_S_TARGET_LEN);
-	expect_no_wc(XS_ZERO_LEN, "server", conn->cq);
+	expect_no_wc(XS_ZERO_LEN, "server", conn->ep.cq);
 }
 
 static void server_max_sge(struct xs_server *s, struct xs_conn *conn)
@@ -1475,7 +1394,7 @@ static void server_max_sge(struct xs_server *s, struct xs_conn *conn)
 	};
 	struct ibv_wc wc[2];
 
-	if (!expect_wcs(XS_MAX_SGE_SC, conn->cq, want, 2, wc, 0))
+	if (!expect_wcs(XS_MAX_SGE_SC, conn->ep.cq, want, 2, wc, 0))
 		return;
 	/* The message scattered over the m slices, then the fill. */
 	for (j = 0; j < m; j++)
@@ -1492,7 +1411,7 @@ static void server_max_sge(struct xs_server *s, struct xs_conn *conn)
 	fill_pat(slot(s->want, 0), XS_SIGNAL_LEN, XS_SEED_SIGNAL);
 	server_check_region(s, XS_MAX_SGE_SC, "slot of the 8-byte SEND holds "
 			    "it", XS_S_SLOTS, XS_SLOT_LEN);
-	expect_no_wc(XS_MAX_SGE_SC, "server", conn->cq);
+	expect_no_wc(XS_MAX_SGE_SC, "server", conn->ep.cq);
 }
 
 static void server_inline(struct xs_server *s, struct xs_conn *conn)
@@ -1505,7 +1424,7 @@ static void server_inline(struct xs_server *s, struct xs_conn *conn)
 	};
 	struct ibv_wc wc[2];
 
-	if (!expect_wcs(XS_INLINE, conn->cq, want, 2, wc, 0))
+	if (!expect_wcs(XS_INLINE, conn->ep.cq, want, 2, wc, 0))
 		return;
 	fill_pat(slot(s->want, 0), XS_INLINE_LEN, XS_SEED_INLINE1);
 	fill_pat(slot(s->want, 1), XS_INLINE_LEN, XS_SEED_INLINE2);
@@ -1513,7 +1432,7 @@ static void server_inline(struct xs_server *s, struct xs_conn *conn)
 			    XS_S_SLOTS, XS_SLOT_LEN);
 	server_check_region(s, XS_INLINE, "two-SGE inline data arrived",
 			    slot(s->buf, 1) - s->buf, XS_SLOT_LEN);
-	expect_no_wc(XS_INLINE, "server", conn->cq);
+	expect_no_wc(XS_INLINE, "server", conn->ep.cq);
 }
 
 static void server_bulk(struct xs_server *s, struct xs_conn *conn)
@@ -1529,7 +1448,7 @@ static void server_bulk(struct xs_server *s, struct xs_conn *conn)
 	uint8_t *t = s->want + XS_B_TARGET;
 	struct ibv_wc wc[3];
 
-	if (!expect_wcs(XS_BULK, conn->cq, want, 3, wc, 0))
+	if (!expect_wcs(XS_BULK, conn->ep.cq, want, 3, wc, 0))
 		return;
 	fill_bulk(s->want + XS_B_RECV1, XS_BULK_LEN, XS_SEED_BULK1, 0);
 	fill_bulk(s->want + XS_B_RECV2, XS_B_RECV2_A, XS_SEED_BULK2, 0);
@@ -1543,31 +1462,7 @@ static void server_bulk(struct xs_server *s, struct xs_conn *conn)
 	fill_pat(slot(s->want, 0), XS_SIGNAL_LEN, XS_SEED_SIGNAL);
 	server_check_region(s, XS_BULK, "slot of the 8-byte SEND holds it",
 			    XS_S_SLOTS, XS_SLOT_LEN);
-	expect_no_wc(XS_BULK, "server", conn->cq);
-}
-
-/* Wait for a completion event on conn->cc until @deadline; 0 or -errno. */
-static int wait_cq_event(struct xs_conn *conn, long long deadline)
-{
-	struct ibv_cq *ev_cq;
-	void *ev_ctx;
-
-	for (;;) {
-		struct pollfd pfd = { .fd = conn->cc->fd, .events = POLLIN };
-		int ms;
-
-		if (!ibv_get_cq_event(conn->cc, &ev_cq, &ev_ctx)) {
-			ibv_ack_cq_events(ev_cq, 1);
-			return ev_cq == conn->cq ? 0 : -EPROTO;
-		}
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			return -errno;
-		ms = vt_ms_left(deadline);
-		if (!ms)
-			return -ETIMEDOUT;
-		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
-			return -errno;
-	}
+	expect_no_wc(XS_BULK, "server", conn->ep.cq);
 }
 
 static void server_solicited(struct xs_server *s, struct xs_conn *conn)
@@ -1582,19 +1477,19 @@ static void server_solicited(struct xs_server *s, struct xs_conn *conn)
 	struct ibv_wc wc[2];
 	int got, rv;
 
-	rv = wait_cq_event(conn, vt_deadline_in(XS_CQ_MS));
+	rv = vt_wait_cq_event(conn->ep.cc, conn->ep.cq, vt_deadline_in(XS_CQ_MS));
 	vt_check(!rv, "solicited: server completion channel delivers an event",
 		 "none within %lld ms: %s", vt_now_ms() - start, strerror(-rv));
 	if (rv)
 		return;
 	vt_info("solicited: event after %lld ms", vt_now_ms() - start);
-	got = ibv_poll_cq(conn->cq, 2, wc);
+	got = ibv_poll_cq(conn->ep.cq, 2, wc);
 	vt_check(got == 2,
 		 "solicited: both receives are in the CQ at the event",
 		 "ibv_poll_cq right after the event returned %d", got);
 	if (got < 0)
 		got = 0;
-	if (!expect_wcs(XS_SOLICITED, conn->cq, want, 2, wc, got))
+	if (!expect_wcs(XS_SOLICITED, conn->ep.cq, want, 2, wc, got))
 		return;
 	fill_pat(slot(s->want, 0), XS_SOLICIT_LEN, XS_SEED_UNSOL);
 	fill_pat(slot(s->want, 1), XS_SOLICIT_LEN, XS_SEED_SOL);
@@ -1603,13 +1498,13 @@ static void server_solicited(struct xs_server *s, struct xs_conn *conn)
 	server_check_region(s, XS_SOLICITED, "solicited SEND's data arrived",
 			    slot(s->buf, 1) - s->buf, XS_SLOT_LEN);
 	/* Nothing more is sent: a new arm must stay quiet. */
-	rv = ibv_req_notify_cq(conn->cq, 1);
+	rv = ibv_req_notify_cq(conn->ep.cq, 1);
 	if (rv) {
 		vt_fail("solicited: re-arm", "ibv_req_notify_cq: %s",
 			strerror(rv));
 		return;
 	}
-	rv = wait_cq_event(conn, vt_deadline_in(XS_NO_EVENT_MS));
+	rv = vt_wait_cq_event(conn->ep.cc, conn->ep.cq, vt_deadline_in(XS_NO_EVENT_MS));
 	vt_check(rv == -ETIMEDOUT, "solicited: no event after re-arming with "
 		 "nothing new", "%s", rv ? strerror(-rv) : "an event came");
 }
@@ -1631,16 +1526,16 @@ static void server_conn(struct xs_server *s, struct xs_conn *conn)
 	}
 	snprintf(name, sizeof(name), "%s: server accept", xs_names[sc]);
 	if (server_accept(s, conn)) {
-		vt_fail(name, "%s", conn->why);
-		rdma_reject(conn->id, NULL, 0);
-		conn_free(conn);
+		vt_fail(name, "%s", conn->ep.why);
+		rdma_reject(conn->ep.id, NULL, 0);
+		vt_ep_close(&conn->ep);
 		return;
 	}
 	snprintf(name, sizeof(name), "%s: server ESTABLISHED", xs_names[sc]);
 	if (server_wait_conn(s, conn, RDMA_CM_EVENT_ESTABLISHED,
 			     XS_CONNECT_MS)) {
-		vt_fail(name, "%s", conn->why);
-		conn_free(conn);
+		vt_fail(name, "%s", conn->ep.why);
+		vt_ep_close(&conn->ep);
 		return;
 	}
 	vt_pass("%s", name);
@@ -1664,17 +1559,17 @@ static void server_conn(struct xs_server *s, struct xs_conn *conn)
 	snprintf(name, sizeof(name), "%s: server DISCONNECTED", xs_names[sc]);
 	if (server_wait_conn(s, conn, RDMA_CM_EVENT_DISCONNECTED,
 			     XS_DISC_MS)) {
-		vt_fail(name, "%s", conn->why);
-		rdma_disconnect(conn->id);
+		vt_fail(name, "%s", conn->ep.why);
+		rdma_disconnect(conn->ep.id);
 	} else {
 		vt_pass("%s", name);
 	}
-	conn_free(conn);
+	vt_ep_close(&conn->ep);
 }
 
 static void server_request(struct xs_server *s, struct rdma_cm_event *ev)
 {
-	struct xs_conn conn = { .id = ev->id };
+	struct xs_conn conn = { .ep.id = ev->id };
 	const struct rdma_conn_param *p = &ev->param.conn;
 	struct xs_hello got, want;
 	uint8_t rej[XS_REJECT_LEN];
@@ -1695,14 +1590,14 @@ static void server_request(struct xs_server *s, struct rdma_cm_event *ev)
 	    sc >= XS_NUM_SCENARIOS || s->done[sc] ||
 	    (sc == XS_MAX_SGE_SC && (conn.arg < 1 ||
 				     conn.arg > XS_MAX_SGE)) ||
-	    conn.id->verbs != s->verbs) {
+	    conn.ep.id->verbs != s->verbs) {
 		vt_fail("server connect request",
 			"rejected: %u bytes, magic %#x "
 			"scenario %d arg %u%s", len, be32toh(got.magic), sc,
-			conn.arg, conn.id->verbs != s->verbs ?
+			conn.arg, conn.ep.id->verbs != s->verbs ?
 			" on another device" : "");
-		rdma_reject(conn.id, NULL, 0);
-		rdma_destroy_id(conn.id);
+		rdma_reject(conn.ep.id, NULL, 0);
+		rdma_destroy_id(conn.ep.id);
 		return;
 	}
 	conn.sc = sc;
@@ -1717,23 +1612,13 @@ static void server_request(struct xs_server *s, struct rdma_cm_event *ev)
 			    XS_HELLO_LEN);
 	if (sc == XS_REJECT_PDATA) {
 		fill_pat(rej, sizeof(rej), XS_SEED_REJECT);
-		vt_check(!rdma_reject(conn.id, rej, sizeof(rej)),
+		vt_check(!rdma_reject(conn.ep.id, rej, sizeof(rej)),
 			 "reject-pdata: server rdma_reject with 40 bytes",
 			 "%s", strerror(errno));
-		rdma_destroy_id(conn.id);
+		rdma_destroy_id(conn.ep.id);
 		return;
 	}
 	server_conn(s, &conn);
-}
-
-static bool server_all_done(const struct xs_server *s)
-{
-	int i;
-
-	for (i = 0; i < XS_NUM_SCENARIOS; i++)
-		if (!s->done[i])
-			return false;
-	return true;
 }
 
 static void server_loop(struct xs_server *s)
@@ -1741,7 +1626,7 @@ static void server_loop(struct xs_server *s)
 	struct rdma_cm_event *ev;
 	int i, rv;
 
-	while (!server_all_done(s) && vt_ms_left(vt_run_deadline)) {
+	while (!vt_all_set(s->done, XS_NUM_SCENARIOS) && vt_ms_left(vt_run_deadline)) {
 		if (s->pending) {
 			ev = s->pending;
 			s->pending = NULL;

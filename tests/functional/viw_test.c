@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * viw_test: the helpers the librdmacm functional tests share; see
- * viw_test.h.
+ * viw_test: the scaffolding the functional tests share; see viw_test.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -156,6 +155,150 @@ int vt_poll_cq_until(struct ibv_cq *cq, struct ibv_wc *wc, int n,
 		}
 	}
 	return got;
+}
+
+/* Poll the state until it is @want or @ms passed; the last state seen. */
+int vt_wait_qp_state(struct ibv_qp *qp, enum ibv_qp_state want, int ms)
+{
+	long long end = vt_deadline_in(ms);
+	int state;
+
+	for (;;) {
+		state = vt_qp_state(qp);
+		if (state == (int)want || state < 0 || vt_now_ms() >= end)
+			return state;
+		usleep(10000);
+	}
+}
+
+/*
+ * A completion event of @cq on its non-blocking channel @cc, waiting at
+ * most until @deadline: 0, -ETIMEDOUT, -EPROTO for another CQ's event, or
+ * -errno.
+ */
+int vt_wait_cq_event(struct ibv_comp_channel *cc, struct ibv_cq *cq,
+		     long long deadline)
+{
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = cc->fd, .events = POLLIN };
+		int ms;
+
+		if (!ibv_get_cq_event(cc, &ev_cq, &ev_ctx)) {
+			ibv_ack_cq_events(ev_cq, 1);
+			return ev_cq == cq ? 0 : -EPROTO;
+		}
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		ms = vt_ms_left(deadline);
+		if (!ms)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+/* One receive of @n SGEs; ibv_post_recv()'s result. */
+int vt_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sge,
+		 int n)
+{
+	struct ibv_recv_wr wr = {
+		.wr_id = wr_id, .sg_list = sge, .num_sge = n,
+	}, *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+bool vt_is_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	       op == IBV_WR_ATOMIC_CMP_AND_SWP;
+}
+
+/* The remote half of @op's work request. */
+static void vt_op_remote(struct ibv_send_wr *wr, const struct vt_op *op)
+{
+	if (vt_is_atomic(op->opcode)) {
+		wr->wr.atomic.remote_addr = op->raddr;
+		wr->wr.atomic.rkey = op->rkey;
+		wr->wr.atomic.compare_add = op->compare_add;
+		wr->wr.atomic.swap = op->swap;
+	} else if (op->opcode == IBV_WR_SEND_WITH_INV) {
+		wr->num_sge = 0;
+		wr->invalidate_rkey = op->rkey;
+	} else {
+		wr->wr.rdma.remote_addr = op->raddr;
+		wr->wr.rdma.rkey = op->rkey;
+	}
+}
+
+/*
+ * Post @ops as one list of signaled WRs, wr_id = their index, so that all
+ * are in the send queue before the peer can answer the first: a READ
+ * behind a violating WRITE is then outstanding when the TERMINATE comes,
+ * and takes its status.  ibv_post_send()'s result, or EINVAL for more than
+ * VT_MAX_OPS.
+ */
+int vt_post_ops(struct ibv_qp *qp, uint8_t *buf, uint32_t lkey,
+		const struct vt_op *ops, int n)
+{
+	struct ibv_send_wr wr[VT_MAX_OPS], *bad;
+	struct ibv_sge sge[VT_MAX_OPS];
+	int i;
+
+	if (n < 1 || n > VT_MAX_OPS)
+		return EINVAL;
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < n; i++) {
+		sge[i] = (struct ibv_sge){
+			.addr = (uintptr_t)(buf + ops[i].loff),
+			.length = ops[i].len,
+			.lkey = lkey,
+		};
+		wr[i].wr_id = i;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = ops[i].opcode;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		vt_op_remote(&wr[i], &ops[i]);
+	}
+	return ibv_post_send(qp, wr, &bad);
+}
+
+/* ---- buffers ------------------------------------------------------------- */
+
+/* @len bytes of @fill, page aligned; NULL if out of memory. */
+void *vt_alloc_filled(size_t len, uint8_t fill)
+{
+	void *p = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
+
+	if (p)
+		memset(p, fill, len);
+	return p;
+}
+
+/* The offset of the first byte of @buf that is not @fill, or -1. */
+long vt_find_not(const uint8_t *buf, size_t len, uint8_t fill)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (buf[i] != fill)
+			return (long)i;
+	return -1;
+}
+
+bool vt_all_set(const bool *done, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!done[i])
+			return false;
+	return true;
 }
 
 /* ---- addresses and rdma_cm ----------------------------------------------- */
@@ -362,15 +505,139 @@ int vt_cm_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
 	return rv;
 }
 
-/* ---- main ---------------------------------------------------------------- */
+/* ---- an RC endpoint ------------------------------------------------------ */
 
-/* The options as parsed: the side, its address and port, the run bound. */
-struct vt_args {
-	const char *addr;
-	const char *port;
-	bool server;
-	int secs;
-};
+/* vt_route_client() into @ep. */
+int vt_ep_route(struct vt_ep *ep, struct sockaddr_storage *dst, void *ctx,
+		int resolve_ms, int event_ms)
+{
+	return vt_route_client(dst, ctx, resolve_ms, event_ms, &ep->ch,
+			       &ep->id, ep->why, sizeof(ep->why));
+}
+
+/* A CQ of @cqe (on ep->cc if set) and ep->id's QP in @pd; 0 or -errno. */
+int vt_ep_qp(struct vt_ep *ep, struct ibv_pd *pd, int cqe,
+	     struct ibv_qp_init_attr *attr)
+{
+	struct ibv_context *verbs = ep->id->verbs;
+	const char *step = "ibv_create_cq";
+	int err;
+
+	ep->cq = ibv_create_cq(verbs, cqe, NULL, ep->cc, 0);
+	if (!ep->cq)
+		goto err;
+	attr->send_cq = ep->cq;
+	attr->recv_cq = ep->cq;
+	step = "rdma_create_qp";
+	if (rdma_create_qp(ep->id, pd, attr))
+		goto err;
+	return 0;
+err:
+	err = errno;
+	snprintf(ep->why, sizeof(ep->why), "%s on %s: %s", step,
+		 ibv_get_device_name(verbs->device), strerror(err));
+	return -err;
+}
+
+/*
+ * A PD, an MR of @len bytes at @buf (LOCAL_WRITE; none if @buf is NULL),
+ * then vt_ep_qp() in that PD.  0 or -errno.
+ */
+int vt_ep_alloc(struct vt_ep *ep, void *buf, size_t len, int cqe,
+		struct ibv_qp_init_attr *attr)
+{
+	struct ibv_context *verbs = ep->id->verbs;
+	const char *step = "ibv_alloc_pd";
+	int err;
+
+	ep->pd = ibv_alloc_pd(verbs);
+	if (!ep->pd)
+		goto err;
+	step = "ibv_reg_mr";
+	if (buf) {
+		ep->mr = ibv_reg_mr(ep->pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
+		if (!ep->mr)
+			goto err;
+	}
+	return vt_ep_qp(ep, ep->pd, cqe, attr);
+err:
+	err = errno;
+	snprintf(ep->why, sizeof(ep->why), "%s on %s: %s", step,
+		 ibv_get_device_name(verbs->device), strerror(err));
+	return -err;
+}
+
+/*
+ * rdma_connect with @param, and ESTABLISHED within @ms: 0 with *@ev to
+ * ack, or -errno as vt_cm_expect() returns it.
+ */
+int vt_ep_connect(struct vt_ep *ep, const struct rdma_conn_param *param,
+		  int ms, struct rdma_cm_event **ev)
+{
+	int rv;
+
+	if (rdma_connect(ep->id, (struct rdma_conn_param *)param)) {
+		rv = -errno;
+		snprintf(ep->why, sizeof(ep->why), "rdma_connect: %s",
+			 strerror(errno));
+		return rv;
+	}
+	return vt_cm_expect(ep->ch, RDMA_CM_EVENT_ESTABLISHED, ms, ev, ep->why,
+			    sizeof(ep->why));
+}
+
+/* Free what @ep holds, QP first; the pointers are cleared, @why kept. */
+void vt_ep_close(struct vt_ep *ep)
+{
+	if (ep->id && ep->id->qp)
+		rdma_destroy_qp(ep->id);
+	if (ep->cq)
+		ibv_destroy_cq(ep->cq);
+	if (ep->cc)
+		ibv_destroy_comp_channel(ep->cc);
+	if (ep->mr)
+		ibv_dereg_mr(ep->mr);
+	if (ep->pd)
+		ibv_dealloc_pd(ep->pd);
+	if (ep->id)
+		rdma_destroy_id(ep->id);
+	if (ep->ch)
+		rdma_destroy_event_channel(ep->ch);
+	ep->ch = NULL;
+	ep->id = NULL;
+	ep->pd = NULL;
+	ep->mr = NULL;
+	ep->cc = NULL;
+	ep->cq = NULL;
+}
+
+/*
+ * @connect(@arg) until it returns 0, or FAIL @name.  A failed try is
+ * closed (vt_ep_close).  The first connection of a run is retried for
+ * @retry_ms while it is refused (-ECONNREFUSED), in case the server is
+ * not listening yet; the reason is in ep->why.
+ */
+bool vt_ep_connect_retry(struct vt_ep *ep, const char *name, bool first,
+			 int retry_ms, int (*connect)(void *arg), void *arg)
+{
+	long long retry_end = vt_deadline_in(retry_ms);
+	int rv;
+
+	for (;;) {
+		rv = connect(arg);
+		if (!rv)
+			return true;
+		vt_ep_close(ep);
+		if (!first || rv != -ECONNREFUSED || vt_now_ms() >= retry_end)
+			break;
+		vt_info("%s: %s; retrying", name, ep->why);
+		usleep(200000);
+	}
+	vt_fail(name, "%s", ep->why);
+	return false;
+}
+
+/* ---- main ---------------------------------------------------------------- */
 
 static void vt_usage(const char *prog, const struct vt_prog *def)
 {
@@ -384,21 +651,25 @@ static void vt_usage(const char *prog, const struct vt_prog *def)
 }
 
 /*
- * The options of a client/server program: -s BIND_ADDR or -c SERVER_ADDR,
- * [-p PORT] [-t SECS].  0, or 2 (the exit code) after printing the usage.
+ * The next option of a test program: -s BIND_ADDR, -c SERVER_ADDR (only
+ * one of them), -p PORT and -t SECS go into @args; any other, from @more
+ * (getopt letters) or @longopts, is returned for the caller, with its
+ * argument in optarg.  -1 at the end, '?' for one that is wrong.
  */
-static int vt_parse_args(int argc, char **argv, const struct vt_prog *def,
-			 struct vt_args *args)
+int vt_next_opt(int argc, char **argv, const char *more,
+		const struct option *longopts, struct vt_args *args)
 {
+	char optstring[32];
 	int opt;
 
-	*args = (struct vt_args){ .port = def->port };
-	while ((opt = getopt(argc, argv, "s:c:p:t:h")) != -1) {
+	snprintf(optstring, sizeof(optstring), "s:c:p:t:%s", more);
+	while ((opt = getopt_long(argc, argv, optstring, longopts,
+				  NULL)) != -1) {
 		switch (opt) {
 		case 's':
 		case 'c':
 			if (args->addr)
-				goto usage;
+				return '?';
 			args->server = opt == 's';
 			args->addr = optarg;
 			break;
@@ -409,18 +680,29 @@ static int vt_parse_args(int argc, char **argv, const struct vt_prog *def,
 			args->secs = atoi(optarg);
 			break;
 		default:
-			goto usage;
+			return opt;
 		}
 	}
-	if (!args->addr || optind != argc || args->secs < 0)
-		goto usage;
+	return -1;
+}
+
+/*
+ * The options of a client/server program: -s BIND_ADDR or -c SERVER_ADDR,
+ * [-p PORT] [-t SECS].  0, or 2 (the exit code) after printing the usage.
+ */
+static int vt_parse_args(int argc, char **argv, const struct vt_prog *def,
+			 struct vt_args *args)
+{
+	*args = (struct vt_args){ .port = def->port };
+	if (vt_next_opt(argc, argv, "h", NULL, args) != -1 || !args->addr ||
+	    optind != argc || args->secs < 0) {
+		vt_usage(argv[0], def);
+		return 2;
+	}
 	if (!args->secs)
 		args->secs = args->server ? def->server_secs :
 					    def->client_secs;
 	return 0;
-usage:
-	vt_usage(argv[0], def);
-	return 2;
 }
 
 /* Last resort if a verb blocks past the run's deadline (teardown, say). */

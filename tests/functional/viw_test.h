@@ -11,8 +11,10 @@
 #ifndef VIW_TEST_H
 #define VIW_TEST_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #include <infiniband/verbs.h>
@@ -70,7 +72,86 @@ int vt_cm_get(struct rdma_event_channel *ch, long long deadline,
 int vt_cm_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
 		 int ms, struct rdma_cm_event **ev, char *why, size_t why_len);
 
+int vt_wait_qp_state(struct ibv_qp *qp, enum ibv_qp_state want, int ms);
+int vt_wait_cq_event(struct ibv_comp_channel *cc, struct ibv_cq *cq,
+		     long long deadline);
+int vt_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sge,
+		 int n);
+
+/* ---- buffers ------------------------------------------------------------- */
+
+void *vt_alloc_filled(size_t len, uint8_t fill);
+long vt_find_not(const uint8_t *buf, size_t len, uint8_t fill);
+bool vt_all_set(const bool *done, int n);
+
+/* ---- an RC endpoint through rdma_cm -------------------------------------- */
+
+/*
+ * What a client or an accepted connection holds.  Every member may be
+ * NULL; vt_ep_close() frees what is set.  The PD and MR are the
+ * endpoint's own (a server's connections use the server's PD and leave
+ * them NULL); the completion channel, if set before vt_ep_qp(), is the
+ * CQ's.  A failing call describes why in @why.
+ */
+struct vt_ep {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_comp_channel *cc;
+	struct ibv_cq *cq;
+	char why[256];
+};
+
+int vt_ep_route(struct vt_ep *ep, struct sockaddr_storage *dst, void *ctx,
+		int resolve_ms, int event_ms);
+int vt_ep_qp(struct vt_ep *ep, struct ibv_pd *pd, int cqe,
+	     struct ibv_qp_init_attr *attr);
+int vt_ep_alloc(struct vt_ep *ep, void *buf, size_t len, int cqe,
+		struct ibv_qp_init_attr *attr);
+int vt_ep_connect(struct vt_ep *ep, const struct rdma_conn_param *param,
+		  int ms, struct rdma_cm_event **ev);
+void vt_ep_close(struct vt_ep *ep);
+bool vt_ep_connect_retry(struct vt_ep *ep, const char *name, bool first,
+			 int retry_ms, int (*connect)(void *arg), void *arg);
+
+/*
+ * One signaled work request of a scenario and the completion status it
+ * must get: its data at @loff of the poster's buffer; @raddr and @rkey the
+ * remote side (for SEND_WITH_INV, @rkey is the one to invalidate).
+ */
+struct vt_op {
+	const char *what;
+	enum ibv_wr_opcode opcode;
+	uint32_t loff;
+	uint32_t len;
+	uint64_t raddr;
+	uint32_t rkey;
+	enum ibv_wc_status want;
+	/* atomics: operands, and the original value a success returns */
+	uint64_t compare_add;
+	uint64_t swap;
+	uint64_t want_orig;
+};
+
+#define VT_MAX_OPS 16
+
+bool vt_is_atomic(enum ibv_wr_opcode op);
+int vt_post_ops(struct ibv_qp *qp, uint8_t *buf, uint32_t lkey,
+		const struct vt_op *ops, int n);
+
 /* ---- main ---------------------------------------------------------------- */
+
+/* The common options: -s BIND_ADDR or -c SERVER_ADDR, -p PORT, -t SECS. */
+struct vt_args {
+	const char *addr;
+	const char *port;
+	bool server;
+	int secs;
+};
+
+int vt_next_opt(int argc, char **argv, const char *more,
+		const struct option *longopts, struct vt_args *args);
 
 /* A client/server program: its defaults and its two sides. */
 struct vt_prog {
