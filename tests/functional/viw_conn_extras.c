@@ -524,9 +524,9 @@ static int client_connect_once(void *arg)
 	start = vt_now_ms();
 	rv = vt_cm_get(c->ep.ch, vt_deadline_in(XS_CONNECT_MS), &ev);
 	if (rv) {
-		snprintf(c->ep.why, sizeof(c->ep.why), "no answer to rdma_connect "
-			 "within %lld ms: %s", vt_now_ms() - start,
-			 strerror(-rv));
+		snprintf(c->ep.why, sizeof(c->ep.why), "no answer to "
+			 "rdma_connect within %lld ms: %s",
+			 vt_now_ms() - start, strerror(-rv));
 		return rv;
 	}
 	c->event = ev->event;
@@ -562,23 +562,15 @@ static bool client_connect(struct xs_client *c, int sc, bool first)
 static int client_parse_offer(struct xs_client *c, int sc)
 {
 	struct xs_offer o;
+	int rv;
 
-	if (c->pdata_len < sizeof(o)) {
-		snprintf(c->ep.why, sizeof(c->ep.why), "accept private data is %u "
-			 "bytes, expected %zu", c->pdata_len, sizeof(o));
-		return -EPROTO;
-	}
-	memcpy(&o, c->pdata, sizeof(o));
-	c->peer.magic = be32toh(o.magic);
-	c->peer.scenario = be32toh(o.scenario);
+	rv = vt_take_offer(c->pdata, c->pdata_len, &o, sizeof(o), XS_MAGIC, sc,
+			   c->ep.why, sizeof(c->ep.why));
+	if (rv)
+		return rv;
 	c->peer.addr = be64toh(o.addr);
 	c->peer.rkey = be32toh(o.rkey);
 	c->peer.len = be32toh(o.len);
-	if (c->peer.magic != XS_MAGIC || c->peer.scenario != (uint32_t)sc) {
-		snprintf(c->ep.why, sizeof(c->ep.why), "accept private data: magic "
-			 "%#x scenario %u", c->peer.magic, c->peer.scenario);
-		return -EPROTO;
-	}
 	return 0;
 }
 
@@ -1052,10 +1044,7 @@ static int run_client(const char *host, const char *port)
 /* ---- server -------------------------------------------------------------- */
 
 struct xs_server {
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *listen;
-	struct ibv_context *verbs;
-	struct ibv_pd *pd;
+	struct vt_server srv;
 	struct ibv_mr *mr;
 	uint8_t *buf;
 	uint8_t *want;			/* what buf should hold */
@@ -1076,17 +1065,15 @@ static int server_listen(struct xs_server *s, const char *host,
 	struct ibv_device_attr dattr;
 	int rv;
 
-	if (vt_bind_listener(host, port, &s->ch, &s->listen))
+	if (vt_server_open(&s->srv, host, port))
 		return -1;
-	s->verbs = s->listen->verbs;
-	rv = ibv_query_device(s->verbs, &dattr);
+	rv = ibv_query_device(s->srv.verbs, &dattr);
 	if (rv) {
 		vt_fail("setup", "ibv_query_device: %s", strerror(rv));
 		return -1;
 	}
 	s->max_sge = dattr.max_sge;
-	vt_info("server on %s port %s, device %s, max_sge %d", host, port,
-		ibv_get_device_name(s->verbs->device), s->max_sge);
+	vt_info("max_sge %d", s->max_sge);
 	if (s->max_sge < 1 || s->max_sge > XS_MAX_SGE) {
 		vt_fail("setup", "device max_sge %d outside 1..%d", s->max_sge,
 			XS_MAX_SGE);
@@ -1098,24 +1085,14 @@ static int server_listen(struct xs_server *s, const char *host,
 		vt_fail("setup", "out of memory");
 		return -1;
 	}
-	s->pd = ibv_alloc_pd(s->verbs);
-	if (!s->pd) {
-		vt_fail("setup", "ibv_alloc_pd: %s", strerror(errno));
-		return -1;
-	}
-	s->mr = ibv_reg_mr(s->pd, s->buf, XS_SBUF_LEN,
+	s->mr = ibv_reg_mr(s->srv.pd, s->buf, XS_SBUF_LEN,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			   IBV_ACCESS_REMOTE_READ);
 	if (!s->mr) {
 		vt_fail("setup", "ibv_reg_mr: %s", strerror(errno));
 		return -1;
 	}
-	if (rdma_listen(s->listen, 4)) {
-		vt_fail("setup", "rdma_listen: %s", strerror(errno));
-		return -1;
-	}
-	vt_info("listening");
-	return 0;
+	return vt_server_listen(&s->srv, 4);
 }
 
 static void server_close(struct xs_server *s)
@@ -1129,12 +1106,7 @@ static void server_close(struct xs_server *s)
 	}
 	if (s->mr)
 		ibv_dereg_mr(s->mr);
-	if (s->pd)
-		ibv_dealloc_pd(s->pd);
-	if (s->listen)
-		rdma_destroy_id(s->listen);
-	if (s->ch)
-		rdma_destroy_event_channel(s->ch);
+	vt_server_close(&s->srv);
 	free(s->buf);
 	free(s->want);
 }
@@ -1157,11 +1129,12 @@ static int server_wait_conn(struct xs_server *s, struct xs_conn *conn,
 	int rv;
 
 	for (;;) {
-		rv = vt_cm_get(s->ch, deadline, &ev);
+		rv = vt_cm_get(s->srv.ch, deadline, &ev);
 		if (rv) {
-			snprintf(conn->ep.why, sizeof(conn->ep.why), "no %s within "
-				 "%lld ms: %s", rdma_event_str(want),
-				 vt_now_ms() - start, strerror(-rv));
+			snprintf(conn->ep.why, sizeof(conn->ep.why),
+				 "no %s within %lld ms: %s",
+				 rdma_event_str(want), vt_now_ms() - start,
+				 strerror(-rv));
 			return rv;
 		}
 		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && !s->pending) {
@@ -1175,9 +1148,10 @@ static int server_wait_conn(struct xs_server *s, struct xs_conn *conn,
 			rdma_ack_cm_event(ev);
 			if (type == want)
 				return 0;
-			snprintf(conn->ep.why, sizeof(conn->ep.why), "got %s (status "
-				 "%d), expected %s", rdma_event_str(type),
-				 status, rdma_event_str(want));
+			snprintf(conn->ep.why, sizeof(conn->ep.why),
+				 "got %s (status %d), expected %s",
+				 rdma_event_str(type), status,
+				 rdma_event_str(want));
 			return -EPROTO;
 		}
 		vt_info("server %s: ignoring %s", xs_names[conn->sc],
@@ -1200,9 +1174,9 @@ static int post_recv(struct xs_conn *conn, uint64_t wr_id,
 	int rv = vt_post_recv(conn->ep.id->qp, wr_id, sge, n);
 
 	if (rv)
-		snprintf(conn->ep.why, sizeof(conn->ep.why), "ibv_post_recv wr_id "
-			 "%llu, %d SGEs: %s", (unsigned long long)wr_id, n,
-			 strerror(rv));
+		snprintf(conn->ep.why, sizeof(conn->ep.why), "ibv_post_recv "
+			 "wr_id %llu, %d SGEs: %s", (unsigned long long)wr_id,
+			 n, strerror(rv));
 	return rv;
 }
 
@@ -1312,7 +1286,7 @@ static int server_accept(struct xs_server *s, struct xs_conn *conn)
 	}
 	if (conn->sc == XS_SOLICITED) {
 		step = "ibv_create_comp_channel";
-		conn->ep.cc = ibv_create_comp_channel(s->verbs);
+		conn->ep.cc = ibv_create_comp_channel(s->srv.verbs);
 		if (!conn->ep.cc)
 			goto err;
 		rv = vt_set_nonblock(conn->ep.cc->fd);
@@ -1321,7 +1295,7 @@ static int server_accept(struct xs_server *s, struct xs_conn *conn)
 			goto err;
 		}
 	}
-	if (vt_ep_qp(&conn->ep, s->pd, 16, &attr))
+	if (vt_ep_qp(&conn->ep, s->srv.pd, 16, &attr))
 		return -1;
 	if (server_post_recvs(s, conn))
 		return -1;
@@ -1477,7 +1451,8 @@ static void server_solicited(struct xs_server *s, struct xs_conn *conn)
 	struct ibv_wc wc[2];
 	int got, rv;
 
-	rv = vt_wait_cq_event(conn->ep.cc, conn->ep.cq, vt_deadline_in(XS_CQ_MS));
+	rv = vt_wait_cq_event(conn->ep.cc, conn->ep.cq,
+			      vt_deadline_in(XS_CQ_MS));
 	vt_check(!rv, "solicited: server completion channel delivers an event",
 		 "none within %lld ms: %s", vt_now_ms() - start, strerror(-rv));
 	if (rv)
@@ -1504,7 +1479,8 @@ static void server_solicited(struct xs_server *s, struct xs_conn *conn)
 			strerror(rv));
 		return;
 	}
-	rv = vt_wait_cq_event(conn->ep.cc, conn->ep.cq, vt_deadline_in(XS_NO_EVENT_MS));
+	rv = vt_wait_cq_event(conn->ep.cc, conn->ep.cq,
+			      vt_deadline_in(XS_NO_EVENT_MS));
 	vt_check(rv == -ETIMEDOUT, "solicited: no event after re-arming with "
 		 "nothing new", "%s", rv ? strerror(-rv) : "an event came");
 }
@@ -1590,11 +1566,11 @@ static void server_request(struct xs_server *s, struct rdma_cm_event *ev)
 	    sc >= XS_NUM_SCENARIOS || s->done[sc] ||
 	    (sc == XS_MAX_SGE_SC && (conn.arg < 1 ||
 				     conn.arg > XS_MAX_SGE)) ||
-	    conn.ep.id->verbs != s->verbs) {
+	    conn.ep.id->verbs != s->srv.verbs) {
 		vt_fail("server connect request",
 			"rejected: %u bytes, magic %#x "
 			"scenario %d arg %u%s", len, be32toh(got.magic), sc,
-			conn.arg, conn.ep.id->verbs != s->verbs ?
+			conn.arg, conn.ep.id->verbs != s->srv.verbs ?
 			" on another device" : "");
 		rdma_reject(conn.ep.id, NULL, 0);
 		rdma_destroy_id(conn.ep.id);
@@ -1626,31 +1602,20 @@ static void server_loop(struct xs_server *s)
 	struct rdma_cm_event *ev;
 	int i, rv;
 
-	while (!vt_all_set(s->done, XS_NUM_SCENARIOS) && vt_ms_left(vt_run_deadline)) {
+	while (!vt_all_set(s->done, XS_NUM_SCENARIOS) &&
+	       vt_ms_left(vt_run_deadline)) {
 		if (s->pending) {
 			ev = s->pending;
 			s->pending = NULL;
 		} else {
-			rv = vt_cm_get(s->ch, vt_run_deadline, &ev);
-			if (rv == -ETIMEDOUT)
+			rv = vt_server_event(s->srv.ch, vt_run_deadline, &ev);
+			if (rv)
 				break;
-			if (rv) {
-				vt_fail("server events",
-					"rdma_get_cm_event: %s",
-					strerror(-rv));
-				break;
-			}
 		}
-		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 			server_request(s, ev);
-		} else {
-			enum rdma_cm_event_type type = ev->event;
-
-			vt_info("server: ignoring %s", rdma_event_str(type));
-			rdma_ack_cm_event(ev);
-			if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
-				break;
-		}
+		else if (vt_stray_event(ev, false))
+			break;
 	}
 	for (i = 0; i < XS_NUM_SCENARIOS; i++)
 		if (!s->done[i])
@@ -1658,27 +1623,9 @@ static void server_loop(struct xs_server *s)
 				xs_names[i]);
 }
 
-static int run_server(const char *host, const char *port)
-{
-	struct xs_server s = { 0 };
-
-	if (!server_listen(&s, host, port))
-		server_loop(&s);
-	server_close(&s);
-	return 0;
-}
+VT_RUN_SERVER(struct xs_server, server_listen, server_loop, server_close);
 
 /* ---- main ---------------------------------------------------------------- */
 
-int main(int argc, char **argv)
-{
-	static const struct vt_prog prog = {
-		.port = XS_DEFAULT_PORT,
-		.client_secs = XS_CLIENT_SECS,
-		.server_secs = XS_SERVER_SECS,
-		.run_client = run_client,
-		.run_server = run_server,
-	};
-
-	return vt_main(argc, argv, &prog);
-}
+VT_MAIN(XS_DEFAULT_PORT, XS_CLIENT_SECS, XS_SERVER_SECS, run_client,
+	run_server);

@@ -244,16 +244,14 @@ static int client_parse_offer(struct ra_client *c, int sc,
 			      const struct rdma_conn_param *conn)
 {
 	struct ra_offer o;
+	int rv;
 
-	if (!conn->private_data || conn->private_data_len < sizeof(o)) {
-		snprintf(c->ep.why, sizeof(c->ep.why),
-			 "accept private data is %u bytes, expected %zu",
-			 conn->private_data_len, sizeof(o));
-		return -EPROTO;
-	}
-	memcpy(&o, conn->private_data, sizeof(o));
-	c->peer.magic = be32toh(o.magic);
-	c->peer.scenario = be32toh(o.scenario);
+	rv = vt_take_offer(conn->private_data, conn->private_data_len, &o,
+			   sizeof(o), RA_MAGIC, sc, c->ep.why,
+			   sizeof(c->ep.why));
+	if (rv)
+		return rv;
+	c->peer.magic = RA_MAGIC;
 	c->peer.rw_addr = be64toh(o.rw_addr);
 	c->peer.local_addr = be64toh(o.local_addr);
 	c->peer.stale_addr = be64toh(o.stale_addr);
@@ -262,12 +260,6 @@ static int client_parse_offer(struct ra_client *c, int sc,
 	c->peer.stale_rkey = be32toh(o.stale_rkey);
 	c->peer.atom_rkey = be32toh(o.atom_rkey);
 	c->peer.atom_addr = be64toh(o.atom_addr);
-	if (c->peer.magic != RA_MAGIC || c->peer.scenario != (uint32_t)sc) {
-		snprintf(c->ep.why, sizeof(c->ep.why),
-			 "accept private data: magic %#x scenario %u",
-			 c->peer.magic, c->peer.scenario);
-		return -EPROTO;
-	}
 	return 0;
 }
 
@@ -855,10 +847,7 @@ struct ra_conn {
 };
 
 struct ra_server {
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *listen;
-	struct ibv_context *verbs;
-	struct ibv_pd *pd;
+	struct vt_server srv;
 	uint8_t *target;
 	uint8_t *local;
 	uint8_t *stale;
@@ -888,7 +877,7 @@ static int server_setup_atom(struct ra_server *s)
 		return -1;
 	}
 	atom_fill(s->atom);
-	s->mr_atom = ibv_reg_mr(s->pd, s->atom, RA_ATOM_LEN,
+	s->mr_atom = ibv_reg_mr(s->srv.pd, s->atom, RA_ATOM_LEN,
 				IBV_ACCESS_LOCAL_WRITE |
 				IBV_ACCESS_REMOTE_READ |
 				IBV_ACCESS_REMOTE_ATOMIC);
@@ -917,18 +906,13 @@ static int server_setup_mrs(struct ra_server *s)
 		vt_fail("setup", "out of memory");
 		return -1;
 	}
-	s->pd = ibv_alloc_pd(s->verbs);
-	if (!s->pd) {
-		vt_fail("setup", "ibv_alloc_pd: %s", strerror(errno));
-		return -1;
-	}
-	s->mr_rw = ibv_reg_mr(s->pd, s->target, RA_TARGET_LEN, remote);
-	s->mr_local = ibv_reg_mr(s->pd, s->local, RA_LOCAL_LEN,
+	s->mr_rw = ibv_reg_mr(s->srv.pd, s->target, RA_TARGET_LEN, remote);
+	s->mr_local = ibv_reg_mr(s->srv.pd, s->local, RA_LOCAL_LEN,
 				 IBV_ACCESS_LOCAL_WRITE);
 	if (server_setup_atom(s))
 		return -1;
 	/* Registered last so that no later registration reuses its index. */
-	stale = ibv_reg_mr(s->pd, s->stale, RA_STALE_LEN, remote);
+	stale = ibv_reg_mr(s->srv.pd, s->stale, RA_STALE_LEN, remote);
 	if (!s->mr_rw || !s->mr_local || !stale) {
 		vt_fail("setup", "ibv_reg_mr: %s", strerror(errno));
 		return -1;
@@ -947,19 +931,9 @@ static int server_setup_mrs(struct ra_server *s)
 static int server_listen(struct ra_server *s, const char *host,
 			 const char *port)
 {
-	if (vt_bind_listener(host, port, &s->ch, &s->listen))
+	if (vt_server_open(&s->srv, host, port) || server_setup_mrs(s))
 		return -1;
-	s->verbs = s->listen->verbs;
-	vt_info("server on %s port %s, device %s", host, port,
-		ibv_get_device_name(s->verbs->device));
-	if (server_setup_mrs(s))
-		return -1;
-	if (rdma_listen(s->listen, RA_NUM_SCENARIOS)) {
-		vt_fail("setup", "rdma_listen: %s", strerror(errno));
-		return -1;
-	}
-	vt_info("listening");
-	return 0;
+	return vt_server_listen(&s->srv, RA_NUM_SCENARIOS);
 }
 
 static void server_close(struct ra_server *s)
@@ -970,12 +944,7 @@ static void server_close(struct ra_server *s)
 		ibv_dereg_mr(s->mr_local);
 	if (s->mr_atom)
 		ibv_dereg_mr(s->mr_atom);
-	if (s->pd)
-		ibv_dealloc_pd(s->pd);
-	if (s->listen)
-		rdma_destroy_id(s->listen);
-	if (s->ch)
-		rdma_destroy_event_channel(s->ch);
+	vt_server_close(&s->srv);
 	free(s->target);
 	free(s->local);
 	free(s->stale);
@@ -1024,7 +993,7 @@ static int server_accept(struct ra_server *s, struct ra_conn *conn)
 		.initiator_depth = RA_RD_DEPTH,
 	};
 
-	if (vt_ep_qp(&conn->ep, s->pd, 16, &attr)) {
+	if (vt_ep_qp(&conn->ep, s->srv.pd, 16, &attr)) {
 		vt_fail("server accept", "s%d %s", conn->scenario,
 			conn->ep.why);
 		return -1;
@@ -1052,10 +1021,10 @@ static void server_request(struct ra_server *s, struct rdma_cm_event *ev)
 	sc = (int)be32toh(hello.scenario);
 	if (be32toh(hello.magic) != RA_MAGIC || sc < 0 ||
 	    sc >= RA_NUM_SCENARIOS || s->conn[sc].ep.id ||
-	    id->verbs != s->verbs) {
+	    id->verbs != s->srv.verbs) {
 		vt_fail("server connect request", "rejected: magic %#x "
 			"scenario %d%s", be32toh(hello.magic), sc,
-			id->verbs != s->verbs ? " on another device" : "");
+			id->verbs != s->srv.verbs ? " on another device" : "");
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
 		return;
@@ -1274,30 +1243,21 @@ static void server_loop(struct ra_server *s)
 	struct rdma_cm_event *ev;
 	int i, rv;
 
-	while (!vt_all_set(s->done, RA_NUM_SCENARIOS) && vt_ms_left(vt_run_deadline)) {
-		rv = vt_cm_get(s->ch, server_next_deadline(s), &ev);
+	while (!vt_all_set(s->done, RA_NUM_SCENARIOS) &&
+	       vt_ms_left(vt_run_deadline)) {
+		rv = vt_server_event(s->srv.ch, server_next_deadline(s), &ev);
 		if (rv == -ETIMEDOUT) {
 			server_expire(s);
 			continue;
 		}
-		if (rv) {
-			vt_fail("server events", "rdma_get_cm_event: %s",
-				strerror(-rv));
+		if (rv)
 			break;
-		}
-		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 			server_request(s, ev);
-		} else if (ev->id != s->listen && ev->id->context) {
+		else if (ev->id != s->srv.listen && ev->id->context)
 			server_conn_event(s, ev->id->context, ev);
-		} else {
-			enum rdma_cm_event_type type = ev->event;
-
-			rdma_ack_cm_event(ev);
-			vt_fail("server events", "%s on the listening id",
-				rdma_event_str(type));
-			if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
-				break;
-		}
+		else if (vt_stray_event(ev, true))
+			break;
 	}
 	for (i = 0; i < RA_NUM_SCENARIOS; i++) {
 		if (s->conn[i].ep.id) {
@@ -1310,27 +1270,9 @@ static void server_loop(struct ra_server *s)
 	}
 }
 
-static int run_server(const char *host, const char *port)
-{
-	struct ra_server s = { 0 };
-
-	if (!server_listen(&s, host, port))
-		server_loop(&s);
-	server_close(&s);
-	return 0;
-}
+VT_RUN_SERVER(struct ra_server, server_listen, server_loop, server_close);
 
 /* ---- main ---------------------------------------------------------------- */
 
-int main(int argc, char **argv)
-{
-	static const struct vt_prog prog = {
-		.port = RA_DEFAULT_PORT,
-		.client_secs = RA_CLIENT_SECS,
-		.server_secs = RA_SERVER_SECS,
-		.run_client = run_client,
-		.run_server = run_server,
-	};
-
-	return vt_main(argc, argv, &prog);
-}
+VT_MAIN(RA_DEFAULT_PORT, RA_CLIENT_SECS, RA_SERVER_SECS, run_client,
+	run_server);

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <endian.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <netdb.h>
@@ -505,6 +506,80 @@ int vt_cm_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
 	return rv;
 }
 
+/*
+ * A server bound to @host:@port, on an RDMA device, with a PD: 0, or -1
+ * after a FAIL setup line.  vt_server_close() frees what it made.
+ */
+int vt_server_open(struct vt_server *srv, const char *host, const char *port)
+{
+	if (vt_bind_listener(host, port, &srv->ch, &srv->listen))
+		return -1;
+	srv->verbs = srv->listen->verbs;
+	vt_info("server on %s port %s, device %s", host, port,
+		ibv_get_device_name(srv->verbs->device));
+	srv->pd = ibv_alloc_pd(srv->verbs);
+	if (!srv->pd) {
+		vt_fail("setup", "ibv_alloc_pd: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* rdma_listen, once the server is ready: 0, or -1 after FAIL setup. */
+int vt_server_listen(struct vt_server *srv, int backlog)
+{
+	if (rdma_listen(srv->listen, backlog)) {
+		vt_fail("setup", "rdma_listen: %s", strerror(errno));
+		return -1;
+	}
+	vt_info("listening");
+	return 0;
+}
+
+void vt_server_close(struct vt_server *srv)
+{
+	if (srv->pd)
+		ibv_dealloc_pd(srv->pd);
+	if (srv->listen)
+		rdma_destroy_id(srv->listen);
+	if (srv->ch)
+		rdma_destroy_event_channel(srv->ch);
+	memset(srv, 0, sizeof(*srv));
+}
+
+/*
+ * A server's next event, waiting at most until @deadline: 0 with *@ev,
+ * -ETIMEDOUT, or another -errno after a FAIL line.
+ */
+int vt_server_event(struct rdma_event_channel *ch, long long deadline,
+		    struct rdma_cm_event **ev)
+{
+	int rv = vt_cm_get(ch, deadline, ev);
+
+	if (rv && rv != -ETIMEDOUT)
+		vt_fail("server events", "rdma_get_cm_event: %s",
+			strerror(-rv));
+	return rv;
+}
+
+/*
+ * An event that no connection of a server claims: acked and reported, as
+ * a FAIL if @fail, else as INFO.  True if the server cannot go on (its
+ * device is gone).
+ */
+bool vt_stray_event(struct rdma_cm_event *ev, bool fail)
+{
+	enum rdma_cm_event_type type = ev->event;
+
+	rdma_ack_cm_event(ev);
+	if (fail)
+		vt_fail("server events", "%s on the listening id",
+			rdma_event_str(type));
+	else
+		vt_info("server: ignoring %s", rdma_event_str(type));
+	return type == RDMA_CM_EVENT_DEVICE_REMOVAL;
+}
+
 /* ---- an RC endpoint ------------------------------------------------------ */
 
 /* vt_route_client() into @ep. */
@@ -565,6 +640,33 @@ err:
 	snprintf(ep->why, sizeof(ep->why), "%s on %s: %s", step,
 		 ibv_get_device_name(verbs->device), strerror(err));
 	return -err;
+}
+
+/*
+ * The accept private data of a test's server, @pdata_len bytes at @pdata,
+ * into the @len bytes of @out.  They start with two big-endian words, the
+ * test's @magic and the scenario @sc.  0, or -EPROTO with a description in
+ * @why.
+ */
+int vt_take_offer(const void *pdata, unsigned int pdata_len, void *out,
+		  size_t len, uint32_t magic, uint32_t sc, char *why,
+		  size_t why_len)
+{
+	uint32_t head[2];
+
+	if (!pdata || pdata_len < len || len < sizeof(head)) {
+		snprintf(why, why_len, "accept private data is %u bytes, "
+			 "expected %zu", pdata_len, len);
+		return -EPROTO;
+	}
+	memcpy(out, pdata, len);
+	memcpy(head, out, sizeof(head));
+	if (be32toh(head[0]) != magic || be32toh(head[1]) != sc) {
+		snprintf(why, why_len, "accept private data: magic %#x "
+			 "scenario %u", be32toh(head[0]), be32toh(head[1]));
+		return -EPROTO;
+	}
+	return 0;
 }
 
 /*

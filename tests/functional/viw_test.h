@@ -71,6 +71,20 @@ int vt_cm_get(struct rdma_event_channel *ch, long long deadline,
 	      struct rdma_cm_event **ev);
 int vt_cm_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
 		 int ms, struct rdma_cm_event **ev, char *why, size_t why_len);
+/* A listening server: its channel, id, device and PD. */
+struct vt_server {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen;
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+};
+
+int vt_server_open(struct vt_server *srv, const char *host, const char *port);
+int vt_server_listen(struct vt_server *srv, int backlog);
+void vt_server_close(struct vt_server *srv);
+int vt_server_event(struct rdma_event_channel *ch, long long deadline,
+		    struct rdma_cm_event **ev);
+bool vt_stray_event(struct rdma_cm_event *ev, bool fail);
 
 int vt_wait_qp_state(struct ibv_qp *qp, enum ibv_qp_state want, int ms);
 int vt_wait_cq_event(struct ibv_comp_channel *cc, struct ibv_cq *cq,
@@ -109,6 +123,9 @@ int vt_ep_qp(struct vt_ep *ep, struct ibv_pd *pd, int cqe,
 	     struct ibv_qp_init_attr *attr);
 int vt_ep_alloc(struct vt_ep *ep, void *buf, size_t len, int cqe,
 		struct ibv_qp_init_attr *attr);
+int vt_take_offer(const void *pdata, unsigned int pdata_len, void *out,
+		  size_t len, uint32_t magic, uint32_t sc, char *why,
+		  size_t why_len);
 int vt_ep_connect(struct vt_ep *ep, const struct rdma_conn_param *param,
 		  int ms, struct rdma_cm_event **ev);
 void vt_ep_close(struct vt_ep *ep);
@@ -163,6 +180,36 @@ struct vt_prog {
 };
 
 int vt_main(int argc, char **argv, const struct vt_prog *prog);
+
+/*
+ * run_server() of a program whose server is a @_type that @_listen sets
+ * up, @_loop runs and @_close frees (after a failed @_listen too).
+ */
+#define VT_RUN_SERVER(_type, _listen, _loop, _close)			\
+	static int run_server(const char *host, const char *port)	\
+	{								\
+		_type s = { 0 };					\
+									\
+		if (!_listen(&s, host, port))				\
+			_loop(&s);					\
+		_close(&s);						\
+		return 0;						\
+	}
+
+/* main() of a client/server program. */
+#define VT_MAIN(_port, _client_secs, _server_secs, _client, _server)	\
+	int main(int argc, char **argv)					\
+	{								\
+		static const struct vt_prog prog = {			\
+			.port = (_port),				\
+			.client_secs = (_client_secs),			\
+			.server_secs = (_server_secs),			\
+			.run_client = (_client),			\
+			.run_server = (_server),			\
+		};							\
+									\
+		return vt_main(argc, argv, &prog);			\
+	}
 void vt_start(int secs);
 int vt_finish(void);
 
