@@ -405,33 +405,21 @@ int main(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ 0 },
 	};
-	const char *mode = NULL, *addr = NULL, *port = QR_DEFAULT_PORT;
+	struct vt_args a = { .port = QR_DEFAULT_PORT, .secs = 40 };
+	const char *mode = NULL;
 	struct qr r = { 0 };
-	int opt, secs = 40;
+	int opt;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt_long(argc, argv, "c:p:t:", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'm':
-			mode = optarg;
-			break;
-		case 'c':
-			addr = optarg;
-			break;
-		case 'p':
-			port = optarg;
-			break;
-		case 't':
-			secs = atoi(optarg);
-			break;
-		default:
+	while ((opt = vt_next_opt(argc, argv, "", opts, &a)) != -1) {
+		if (opt != 'm')
 			goto usage;
-		}
+		mode = optarg;
 	}
-	if (!mode || !addr || secs <= 0 || optind != argc)
+	if (!mode || !a.addr || a.server || a.secs <= 0 || optind != argc)
 		goto usage;
-	vt_start(secs);
-	if (qr_setup(&r, addr, port))
+	vt_start(a.secs);
+	if (qr_setup(&r, a.addr, a.port))
 		goto out;
 	if (!strcmp(mode, "create-fault"))
 		sc_create_fault(&r);

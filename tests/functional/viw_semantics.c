@@ -1459,45 +1459,33 @@ int main(int argc, char **argv)
 		{ "scenario", required_argument, NULL, 'S' },
 		{ 0 },
 	};
-	const char *port = SM_DEFAULT_PORT, *addr = NULL, *sc = NULL;
+	struct vt_args a = { .port = SM_DEFAULT_PORT, .secs = SM_DEFAULT_SECS };
+	const char *sc = NULL;
 	struct conn c = { 0 };
-	bool server = false;
-	int opt, secs = SM_DEFAULT_SECS;
+	bool server;
+	int opt;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt_long(argc, argv, "s:c:p:t:h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'S':
-			sc = optarg;
-			break;
-		case 's':
-		case 'c':
-			server = opt == 's';
-			addr = optarg;
-			break;
-		case 'p':
-			port = optarg;
-			break;
-		case 't':
-			secs = atoi(optarg);
-			break;
-		default:
+	while ((opt = vt_next_opt(argc, argv, "", opts, &a)) != -1) {
+		if (opt != 'S') {
 			usage(argv[0]);
 			return 2;
 		}
+		sc = optarg;
 	}
-	if (!addr || !sc || optind != argc || secs <= 0) {
+	if (!a.addr || !sc || optind != argc || a.secs <= 0) {
 		usage(argv[0]);
 		return 2;
 	}
+	server = a.server;
 	vt_detail_size = 512;	/* room for the event sequences */
 	signal(SIGUSR1, on_usr1);
-	vt_start(secs);
+	vt_start(a.secs);
 	c.side = server ? "server" : "client";
 	c.t0 = vt_now_ms();
-	if (resolve(addr, port, server, &c.addr))
+	if (resolve(a.addr, a.port, server, &c.addr))
 		goto out;
-	vt_info("scenario %s, %s %s port %s", sc, c.side, addr, port);
+	vt_info("scenario %s, %s %s port %s", sc, c.side, a.addr, a.port);
 
 	if (!strcmp(sc, "flush") && !server)
 		sc_flush(&c);

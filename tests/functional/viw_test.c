@@ -158,6 +158,26 @@ int vt_poll_cq_until(struct ibv_cq *cq, struct ibv_wc *wc, int n,
 	return got;
 }
 
+/*
+ * After a non-blocking read of @fd failed (errno): wait until @fd is
+ * readable or @deadline passed.  0 to read again, -ETIMEDOUT, or -errno
+ * for a failure other than "nothing yet".
+ */
+int vt_wait_readable(int fd, long long deadline)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int ms;
+
+	if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+		return -errno;
+	ms = vt_ms_left(deadline);
+	if (!ms)
+		return -ETIMEDOUT;
+	if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+		return -errno;
+	return 0;
+}
+
 /* Poll the state until it is @want or @ms passed; the last state seen. */
 int vt_wait_qp_state(struct ibv_qp *qp, enum ibv_qp_state want, int ms)
 {
@@ -184,20 +204,15 @@ int vt_wait_cq_event(struct ibv_comp_channel *cc, struct ibv_cq *cq,
 	void *ev_ctx;
 
 	for (;;) {
-		struct pollfd pfd = { .fd = cc->fd, .events = POLLIN };
-		int ms;
+		int rv;
 
 		if (!ibv_get_cq_event(cc, &ev_cq, &ev_ctx)) {
 			ibv_ack_cq_events(ev_cq, 1);
 			return ev_cq == cq ? 0 : -EPROTO;
 		}
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			return -errno;
-		ms = vt_ms_left(deadline);
-		if (!ms)
-			return -ETIMEDOUT;
-		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
-			return -errno;
+		rv = vt_wait_readable(cc->fd, deadline);
+		if (rv)
+			return rv;
 	}
 }
 
@@ -372,6 +387,27 @@ struct rdma_event_channel *vt_create_channel(char *why, size_t why_len)
 }
 
 /*
+ * The end of a resolution that @call started (its result @rv): the event
+ * @want within @ms.  0, or -errno with a description in @why.
+ */
+static int vt_resolved(struct rdma_event_channel *ch, int rv,
+		       const char *call, enum rdma_cm_event_type want, int ms,
+		       char *why, size_t why_len)
+{
+	struct rdma_cm_event *ev;
+
+	if (rv) {
+		rv = -errno;
+		snprintf(why, why_len, "%s: %s", call, strerror(errno));
+		return rv;
+	}
+	rv = vt_cm_expect(ch, want, ms, &ev, why, why_len);
+	if (!rv)
+		rdma_ack_cm_event(ev);
+	return rv;
+}
+
+/*
  * A client's id, with a new non-blocking channel, resolved to @dst (address
  * and route, each resolution bounded by @resolve_ms and its event by
  * @event_ms).  *@ch and *@id are set as soon as they exist, for the caller
@@ -382,7 +418,6 @@ int vt_route_client(struct sockaddr_storage *dst, void *ctx, int resolve_ms,
 		    int event_ms, struct rdma_event_channel **ch,
 		    struct rdma_cm_id **id, char *why, size_t why_len)
 {
-	struct rdma_cm_event *ev;
 	int rv;
 
 	*ch = vt_create_channel(why, why_len);
@@ -393,29 +428,14 @@ int vt_route_client(struct sockaddr_storage *dst, void *ctx, int resolve_ms,
 		snprintf(why, why_len, "rdma_create_id: %s", strerror(errno));
 		return rv;
 	}
-	if (rdma_resolve_addr(*id, NULL, (struct sockaddr *)dst, resolve_ms)) {
-		rv = -errno;
-		snprintf(why, why_len, "rdma_resolve_addr: %s",
-			 strerror(errno));
-		return rv;
-	}
-	rv = vt_cm_expect(*ch, RDMA_CM_EVENT_ADDR_RESOLVED, event_ms, &ev, why,
-			  why_len);
+	rv = rdma_resolve_addr(*id, NULL, (struct sockaddr *)dst, resolve_ms);
+	rv = vt_resolved(*ch, rv, "rdma_resolve_addr",
+			 RDMA_CM_EVENT_ADDR_RESOLVED, event_ms, why, why_len);
 	if (rv)
 		return rv;
-	rdma_ack_cm_event(ev);
-	if (rdma_resolve_route(*id, resolve_ms)) {
-		rv = -errno;
-		snprintf(why, why_len, "rdma_resolve_route: %s",
-			 strerror(errno));
-		return rv;
-	}
-	rv = vt_cm_expect(*ch, RDMA_CM_EVENT_ROUTE_RESOLVED, event_ms, &ev, why,
-			  why_len);
-	if (rv)
-		return rv;
-	rdma_ack_cm_event(ev);
-	return 0;
+	rv = rdma_resolve_route(*id, resolve_ms);
+	return vt_resolved(*ch, rv, "rdma_resolve_route",
+			   RDMA_CM_EVENT_ROUTE_RESOLVED, event_ms, why, why_len);
 }
 
 /*
@@ -460,18 +480,13 @@ int vt_cm_get(struct rdma_event_channel *ch, long long deadline,
 	      struct rdma_cm_event **ev)
 {
 	for (;;) {
-		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
-		int ms;
+		int rv;
 
 		if (!rdma_get_cm_event(ch, ev))
 			return 0;
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			return -errno;
-		ms = vt_ms_left(deadline);
-		if (!ms)
-			return -ETIMEDOUT;
-		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
-			return -errno;
+		rv = vt_wait_readable(ch->fd, deadline);
+		if (rv)
+			return rv;
 	}
 }
 

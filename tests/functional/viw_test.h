@@ -86,6 +86,7 @@ int vt_server_event(struct rdma_event_channel *ch, long long deadline,
 		    struct rdma_cm_event **ev);
 bool vt_stray_event(struct rdma_cm_event *ev, bool fail);
 
+int vt_wait_readable(int fd, long long deadline);
 int vt_wait_qp_state(struct ibv_qp *qp, enum ibv_qp_state want, int ms);
 int vt_wait_cq_event(struct ibv_comp_channel *cc, struct ibv_cq *cq,
 		     long long deadline);

@@ -101,37 +101,24 @@ out:
 
 int main(int argc, char **argv)
 {
-	const char *addr = NULL, *port = "20049";
+	struct vt_args a = { .port = "20049", .secs = 40 };
 	uint8_t pd[UP_MAX_PDATA];
 	struct sockaddr_storage dst;
-	int opt, secs = 40, pdlen = 0;
+	int opt, pdlen = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "c:p:t:d:")) != -1) {
-		switch (opt) {
-		case 'c':
-			addr = optarg;
-			break;
-		case 'p':
-			port = optarg;
-			break;
-		case 't':
-			secs = atoi(optarg);
-			break;
-		case 'd':
-			pdlen = up_hex(optarg, pd, sizeof(pd));
-			if (pdlen < 0)
-				goto usage;
-			break;
-		default:
+	while ((opt = vt_next_opt(argc, argv, "d:", NULL, &a)) != -1) {
+		if (opt != 'd')
 			goto usage;
-		}
+		pdlen = up_hex(optarg, pd, sizeof(pd));
+		if (pdlen < 0)
+			goto usage;
 	}
-	if (!addr || secs <= 0 || optind != argc)
+	if (!a.addr || a.server || a.secs <= 0 || optind != argc)
 		goto usage;
-	vt_start(secs);
-	if (vt_getaddr(addr, port, false, &dst))
-		vt_fail("setup", "bad address %s", addr);
+	vt_start(a.secs);
+	if (vt_getaddr(a.addr, a.port, false, &dst))
+		vt_fail("setup", "bad address %s", a.addr);
 	else
 		up_connect(&dst, pd, pdlen);
 	return vt_finish();
