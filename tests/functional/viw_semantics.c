@@ -196,6 +196,26 @@ static int post_send(struct ibv_qp *qp, struct ibv_mr *mr, uint64_t wr_id,
 }
 
 /*
+ * Completion @i for @wr_id, one of the @n WRs of @kind from @base, must
+ * be WR number *@next of them: 1 if so (*@next moves on), 0 if @wr_id is
+ * not of @kind, -1 after a FAIL @name if it is out of order.
+ */
+static int in_order(const char *name, const char *kind, int i,
+		    uint64_t wr_id, uint64_t base, int n, int *next)
+{
+	if (!n || wr_id < base || wr_id >= base + n)
+		return 0;
+	if (wr_id != base + *next) {
+		vt_fail(name, "completion %d: %s wr_id %llu, expected %llu "
+			"(out of order)", i, kind, (unsigned long long)wr_id,
+			(unsigned long long)(base + *next));
+		return -1;
+	}
+	(*next)++;
+	return 1;
+}
+
+/*
  * Check @n completions: each FLUSH_ERR; the receive ones (wr_id in
  * [rbase, rbase + nr)) in order, the send ones ([sbase, sbase + ns)) in
  * order.  Returns true if all good; reports one FAIL @name otherwise.
@@ -203,7 +223,7 @@ static int post_send(struct ibv_qp *qp, struct ibv_mr *mr, uint64_t wr_id,
 static bool check_flushed(const char *name, const struct ibv_wc *wc, int n,
 			  uint64_t rbase, int nr, uint64_t sbase, int ns)
 {
-	int i, r = 0, s = 0;
+	int i, rv, r = 0, s = 0;
 
 	if (n != nr + ns) {
 		vt_fail(name, "%d completions, expected %d (%d recv + %d send)",
@@ -218,26 +238,13 @@ static bool check_flushed(const char *name, const struct ibv_wc *wc, int n,
 				ibv_wc_status_str(wc[i].status));
 			return false;
 		}
-		if (nr && wc[i].wr_id >= rbase && wc[i].wr_id < rbase + nr) {
-			if (wc[i].wr_id != rbase + r) {
-				vt_fail(name, "completion %d: recv wr_id %llu, "
-					"expected %llu (out of order)", i,
-					(unsigned long long)wc[i].wr_id,
-					(unsigned long long)(rbase + r));
-				return false;
-			}
-			r++;
-		} else if (ns && wc[i].wr_id >= sbase &&
-			   wc[i].wr_id < sbase + ns) {
-			if (wc[i].wr_id != sbase + s) {
-				vt_fail(name, "completion %d: send wr_id %llu, "
-					"expected %llu (out of order)", i,
-					(unsigned long long)wc[i].wr_id,
-					(unsigned long long)(sbase + s));
-				return false;
-			}
-			s++;
-		} else {
+		rv = in_order(name, "recv", i, wc[i].wr_id, rbase, nr, &r);
+		if (!rv)
+			rv = in_order(name, "send", i, wc[i].wr_id, sbase, ns,
+				      &s);
+		if (rv < 0)
+			return false;
+		if (!rv) {
 			vt_fail(name, "completion %d: unexpected wr_id %llu", i,
 				(unsigned long long)wc[i].wr_id);
 			return false;
@@ -331,31 +338,15 @@ static void record(struct conn *c, struct rdma_cm_event *ev)
 	}
 }
 
-/* The address, a failure reported as FAIL setup; 0 or -1. */
-static int resolve(const char *host, const char *port, bool passive,
-		   struct sockaddr_storage *ss)
-{
-	int rv = vt_getaddr(host, port, passive, ss);
-
-	if (rv) {
-		vt_fail("setup", "getaddrinfo %s: %s", host, gai_strerror(rv));
-		return -1;
-	}
-	return 0;
-}
-
 static int make_channel(struct conn *c)
 {
-	int flags;
+	char why[256];
 
-	c->ch = rdma_create_event_channel();
+	c->ch = vt_create_channel(why, sizeof(why));
 	if (!c->ch) {
-		vt_fail("setup", "rdma_create_event_channel: %s",
-			strerror(errno));
+		vt_fail("setup", "%s", why);
 		return -1;
 	}
-	flags = fcntl(c->ch->fd, F_GETFL);
-	fcntl(c->ch->fd, F_SETFL, flags | O_NONBLOCK);
 	return 0;
 }
 
@@ -603,8 +594,8 @@ static bool client_connect(struct conn *c, int nrecv, uint64_t rbase)
 	}
 }
 
-/* Listen and take one connection request (returned unaccepted). */
-static struct rdma_cm_event *server_wait_request(struct conn *c)
+/* Listen and take one connection request, its QP made, unaccepted. */
+static bool server_take_request(struct conn *c)
 {
 	struct rdma_cm_event *req = NULL;
 	enum rdma_cm_event_type type;
@@ -612,28 +603,29 @@ static struct rdma_cm_event *server_wait_request(struct conn *c)
 
 	c->t0 = vt_now_ms();
 	if (make_channel(c))
-		return NULL;
+		return false;
 	if (rdma_create_id(c->ch, &c->listen, c, RDMA_PS_TCP) ||
 	    rdma_bind_addr(c->listen, (struct sockaddr *)&c->addr) ||
 	    rdma_listen(c->listen, 4)) {
 		vt_fail("setup", "listen: %s", strerror(errno));
-		return NULL;
+		return false;
 	}
 	if (!c->listen->verbs) {
 		vt_fail("setup", "the bind address is not an RDMA device's");
-		return NULL;
+		return false;
 	}
 	if (alloc_res(c, c->listen->verbs))
-		return NULL;
+		return false;
 	marker("LISTENING");
 	rv = next_event(c, vt_deadline_in(20000), &type, &req);
 	if (rv || type != RDMA_CM_EVENT_CONNECT_REQUEST) {
 		vt_fail("server connect request", "%s; events: %s",
 			rv ? strerror(-rv) : rdma_event_str(type), c->seq);
-		return NULL;
+		return false;
 	}
 	c->id = req->id;
-	return req;
+	rdma_ack_cm_event(req);
+	return !create_qp(c, c->id);
 }
 
 /* Accept with the offer (our MR, a sync time @sync_in ms from now). */
@@ -657,13 +649,9 @@ static int server_accept(struct conn *c, int sync_in)
 static bool server_connect(struct conn *c, int nrecv, uint64_t rbase,
 			   int sync_in)
 {
-	struct rdma_cm_event *req = server_wait_request(c);
 	int i;
 
-	if (!req)
-		return false;
-	rdma_ack_cm_event(req);
-	if (create_qp(c, c->id))
+	if (!server_take_request(c))
 		return false;
 	for (i = 0; i < nrecv; i++)
 		if (post_recv(c->id->qp, c->mr, rbase + i, SM_MSG_LEN * i)) {
@@ -1126,14 +1114,7 @@ static void sc_accept_fail(struct conn *c, bool server)
 			 "ESTABLISHED/DISCONNECTED", "events: %s", c->seq);
 		return;
 	}
-	{
-		struct rdma_cm_event *req = server_wait_request(c);
-
-		if (!req)
-			return;
-		rdma_ack_cm_event(req);
-	}
-	if (create_qp(c, c->id))
+	if (!server_take_request(c))
 		return;
 	marker("REQUEST");
 	if (!wait_go(20000)) {
@@ -1388,12 +1369,7 @@ static void sc_early_post(struct conn *c, bool server, int nrecv)
 	int i;
 
 	if (server) {
-		struct rdma_cm_event *req = server_wait_request(c);
-
-		if (!req)
-			return;
-		rdma_ack_cm_event(req);
-		if (create_qp(c, c->id))
+		if (!server_take_request(c))
 			return;
 	} else if (client_prepare(c)) {
 		return;
@@ -1483,7 +1459,7 @@ int main(int argc, char **argv)
 	vt_start(a.secs);
 	c.side = server ? "server" : "client";
 	c.t0 = vt_now_ms();
-	if (resolve(a.addr, a.port, server, &c.addr))
+	if (vt_resolve(a.addr, a.port, server, &c.addr))
 		goto out;
 	vt_info("scenario %s, %s %s port %s", sc, c.side, a.addr, a.port);
 
