@@ -36,12 +36,6 @@ IP_U=10.88.0.1 IP_C=10.88.0.2 IP_S=10.89.0.1 IP_I=10.89.0.2
 NQN=nqn.2026-12.viw:sec-ulp
 CFG=/sys/kernel/config/nvmet
 NFSD_FS=/run/sec-ulp-nfsd
-failures=0
-
-bad() {
-	echo "FAIL: sec-ulp $*" >&2
-	failures=$((failures + 1))
-}
 
 in_c() { ip netns exec "$NS_C" "$@"; }
 in_s() { ip netns exec "$NS_S" "$@"; }
@@ -236,5 +230,5 @@ ip netns delete "$NS_C"
 ip netns delete "$NS_S"
 unload_viw
 
-[ "$failures" = 0 ] || die "$failures sec-ulp check(s) failed (see above)"
+checks_done
 log "every ULP refused viw cleanly"
