@@ -307,22 +307,35 @@ static void sq_provider(struct stress *s)
 	}
 }
 
+/*
+ * Run @provider in this thread against @kernel in another on a ring of
+ * STRESS_SLOTS slots of @slot_size whose indices start at STRESS_START;
+ * the ring's memory, for the caller to check and free.
+ */
+static void *stress_run(struct stress *s, uint32_t slot_size,
+			void *(*kernel)(void *),
+			void (*provider)(struct stress *))
+{
+	void *mem = ring_mem(STRESS_SLOTS, slot_size);
+	pthread_t t;
+
+	viw_ring_init(&s->ring, mem, viw_ring_bytes(STRESS_SLOTS, slot_size),
+		      STRESS_SLOTS, slot_size);
+	s->ring.head = STRESS_START;
+	s->ring.ctrl->prod = STRESS_START;
+	s->ring.ctrl->cons = STRESS_START;
+	pthread_create(&t, NULL, kernel, s);
+	provider(s);
+	pthread_join(t, NULL);
+	return mem;
+}
+
 static void test_sq_stress(void)
 {
 	struct stress s = {};
-	void *mem = ring_mem(STRESS_SLOTS, VIW_SQE_SIZE);
-	pthread_t t;
 	int before = tc_failures;
+	void *mem = stress_run(&s, VIW_SQE_SIZE, sq_kernel, sq_provider);
 
-	viw_ring_init(&s.ring, mem, viw_ring_bytes(STRESS_SLOTS, VIW_SQE_SIZE),
-		      STRESS_SLOTS, VIW_SQE_SIZE);
-	s.ring.head = STRESS_START;
-	s.ring.ctrl->prod = STRESS_START;
-	s.ring.ctrl->cons = STRESS_START;
-
-	pthread_create(&t, NULL, sq_kernel, &s);
-	sq_provider(&s);
-	pthread_join(t, NULL);
 	CHECK(s.errors == 0, "%u bad WQEs", s.errors);
 	CHECK(s.ring.ctrl->cons == s.ring.head, "cons %u head %u",
 	      s.ring.ctrl->cons, s.ring.head);
@@ -380,17 +393,9 @@ static void cq_provider(struct stress *s)
 static void test_cq_stress(void)
 {
 	struct stress s = {};
-	void *mem = ring_mem(STRESS_SLOTS, VIW_CQE_SIZE);
-	pthread_t t;
 	int before = tc_failures;
+	void *mem = stress_run(&s, VIW_CQE_SIZE, cq_kernel, cq_provider);
 
-	viw_ring_init(&s.ring, mem, viw_ring_bytes(STRESS_SLOTS, VIW_CQE_SIZE),
-		      STRESS_SLOTS, VIW_CQE_SIZE);
-	s.ring.head = STRESS_START;
-
-	pthread_create(&t, NULL, cq_kernel, &s);
-	cq_provider(&s);
-	pthread_join(t, NULL);
 	CHECK(s.errors == 0, "%u bad CQEs", s.errors);
 	CHECK(s.ring.ctrl->cons == s.ring.ctrl->prod, "cons %u prod %u",
 	      s.ring.ctrl->cons, s.ring.ctrl->prod);
