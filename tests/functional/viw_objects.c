@@ -158,7 +158,7 @@ static bool transition(const char *name, struct ibv_qp *qp,
 	got = vt_qp_state(qp);
 	if (got != (int)state) {
 		vt_fail(name, "ibv_query_qp says state %d, expected %d", got,
-		     state);
+			state);
 		return false;
 	}
 	return true;
@@ -207,10 +207,10 @@ static bool expect_flushed(const char *name, struct ibv_cq *cq,
 		    wc[i].wr_id != first + i || wc[i].opcode != opcode ||
 		    wc[i].qp_num != qp->qp_num) {
 			vt_fail(name, "completion %d: wr_id %llu status %s "
-			     "opcode %d qp_num %u", i,
-			     (unsigned long long)wc[i].wr_id,
-			     ibv_wc_status_str(wc[i].status), wc[i].opcode,
-			     wc[i].qp_num);
+				"opcode %d qp_num %u", i,
+				(unsigned long long)wc[i].wr_id,
+				ibv_wc_status_str(wc[i].status), wc[i].opcode,
+				wc[i].qp_num);
 			return false;
 		}
 	}
@@ -431,7 +431,7 @@ static void test_bad_create(struct env *e)
 		vt_pass("create_cq with cqe > max_cqe fails");
 	else
 		vt_fail("create_cq with cqe > max_cqe fails", "%s",
-		     big ? "it succeeded" : "errno not set");
+			big ? "it succeeded" : "errno not set");
 	if (big)
 		ibv_destroy_cq(big);
 
@@ -445,7 +445,7 @@ static void test_bad_create(struct env *e)
 		vt_pass("create_qp with max_send_wr > max_qp_wr fails");
 	else
 		vt_fail("create_qp with max_send_wr > max_qp_wr fails",
-		     "it succeeded");
+			"it succeeded");
 	if (qp)
 		ibv_destroy_qp(qp);
 
@@ -456,7 +456,7 @@ static void test_bad_create(struct env *e)
 		vt_pass("create_qp with max_send_sge > max_sge fails");
 	else
 		vt_fail("create_qp with max_send_sge > max_sge fails",
-		     "it succeeded");
+			"it succeeded");
 	if (qp)
 		ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq);
@@ -474,7 +474,7 @@ static void test_too_many_sge(struct env *e)
 		goto out;
 	if (t.cap.max_send_sge >= 32) {
 		vt_fail(name, "max_send_sge %u too big for the test",
-		     t.cap.max_send_sge);
+			t.cap.max_send_sge);
 		goto out;
 	}
 	wr.sg_list = sge;
@@ -485,7 +485,7 @@ static void test_too_many_sge(struct env *e)
 		vt_pass("%s", name);
 	else
 		vt_fail(name, "returned %d, bad_wr %s", rv,
-		     bad == &wr ? "set" : "not set");
+			bad == &wr ? "set" : "not set");
 out:
 	tqp_destroy(&t);
 }
@@ -498,7 +498,7 @@ static void check_ring_full(const char *name, int rv, uintptr_t bad_index,
 		vt_fail(name, "returned %d (%s)", rv, strerror(rv));
 	else if (bad_index < cap || bad_index > 2 * QP_DEPTH)
 		vt_fail(name, "failed at WR %lu with %u WRs of capacity",
-		     (unsigned long)bad_index, cap);
+			(unsigned long)bad_index, cap);
 	else
 		vt_pass("%s", name);
 }
@@ -540,8 +540,8 @@ static bool expect_wc(const char *name, const struct ibv_wc *wc,
 	    wc->opcode == IBV_WC_RECV)
 		return true;
 	vt_fail(name, "wr_id %llu: %s, expected wr_id %llu: %s",
-	     (unsigned long long)wc->wr_id, ibv_wc_status_str(wc->status),
-	     (unsigned long long)wr_id, ibv_wc_status_str(status));
+		(unsigned long long)wc->wr_id, ibv_wc_status_str(wc->status),
+		(unsigned long long)wr_id, ibv_wc_status_str(status));
 	return false;
 }
 
@@ -647,7 +647,7 @@ static int env_setup(struct env *e, const char *dev)
 	}
 	vt_pass("open device, query it, two PDs with an MR each");
 	vt_info("max_qp_wr %d max_sge %d max_cqe %d", e->attr.max_qp_wr,
-	     e->attr.max_sge, e->attr.max_cqe);
+		e->attr.max_sge, e->attr.max_cqe);
 	return 0;
 }
 

@@ -1072,7 +1072,7 @@ static void server_check_target(struct ra_server *s, int sc)
 			 sc);
 	}
 	off = vt_find_not(s->target + start, RA_TARGET_LEN - start,
-		       RA_TARGET_FILL);
+			  RA_TARGET_FILL);
 	if (off >= 0)
 		off += start;
 	vt_check(off < 0, name, "byte %ld is %#x", off,

@@ -708,6 +708,8 @@ void vt_ep_close(struct vt_ep *ep)
 {
 	if (ep->id && ep->id->qp)
 		rdma_destroy_qp(ep->id);
+	if (ep->qp)
+		ibv_destroy_qp(ep->qp);
 	if (ep->cq)
 		ibv_destroy_cq(ep->cq);
 	if (ep->cc)
@@ -726,6 +728,7 @@ void vt_ep_close(struct vt_ep *ep)
 	ep->mr = NULL;
 	ep->cc = NULL;
 	ep->cq = NULL;
+	ep->qp = NULL;
 }
 
 /*

@@ -106,7 +106,8 @@ bool vt_all_set(const bool *done, int n);
  * NULL; vt_ep_close() frees what is set.  The PD and MR are the
  * endpoint's own (a server's connections use the server's PD and leave
  * them NULL); the completion channel, if set before vt_ep_qp(), is the
- * CQ's.  A failing call describes why in @why.
+ * CQ's; @qp is one made with ibv_create_qp() rather than the id's.  A
+ * failing call describes why in @why.
  */
 struct vt_ep {
 	struct rdma_event_channel *ch;
@@ -115,6 +116,7 @@ struct vt_ep {
 	struct ibv_mr *mr;
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
+	struct ibv_qp *qp;
 	char why[256];
 };
 
