@@ -606,23 +606,10 @@ static void test_recv_on_srq_qp(struct env *e)
 		ibv_destroy_cq(cq);
 }
 
-static struct ibv_context *open_device(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL), **d;
-	struct ibv_context *ctx = NULL;
-
-	for (d = list; d && *d; d++)
-		if (!strcmp(ibv_get_device_name(*d), name))
-			ctx = ibv_open_device(*d);
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
-}
-
 static int env_setup(struct env *e, const char *dev)
 {
 	memset(e, 0, sizeof(*e));
-	e->ctx = open_device(dev);
+	e->ctx = vt_open_device(dev);
 	if (!e->ctx) {
 		vt_fail("open device", "%s: %s", dev, strerror(errno));
 		return -1;

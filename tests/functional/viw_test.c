@@ -106,6 +106,20 @@ int vt_ms_left(long long deadline)
 
 /* ---- verbs --------------------------------------------------------------- */
 
+/* The RDMA device called @name, opened; NULL if there is none. */
+struct ibv_context *vt_open_device(const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL), **d;
+	struct ibv_context *ctx = NULL;
+
+	for (d = list; d && *d && !ctx; d++)
+		if (!strcmp(ibv_get_device_name(*d), name))
+			ctx = ibv_open_device(*d);
+	if (list)
+		ibv_free_device_list(list);
+	return ctx;
+}
+
 /* A QP state's name; a negative @state is -errno from vt_qp_state(). */
 const char *vt_qp_state_str(int state)
 {
