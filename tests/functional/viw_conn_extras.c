@@ -337,22 +337,6 @@ static void make_hello(struct xs_hello *h, int sc, uint32_t arg)
 
 /* ---- verbs and CM helpers ------------------------------------------------ */
 
-static const char *opcode_str(enum ibv_wc_opcode op)
-{
-	switch (op) {
-	case IBV_WC_SEND:
-		return "SEND";
-	case IBV_WC_RDMA_WRITE:
-		return "RDMA_WRITE";
-	case IBV_WC_RDMA_READ:
-		return "RDMA_READ";
-	case IBV_WC_RECV:
-		return "RECV";
-	default:
-		return "?";
-	}
-}
-
 /*
  * The @n completions of @want, in order: @have of them already in @wc,
  * the rest polled from @cq.  One check per completion ("SCENARIO: what");
@@ -382,7 +366,7 @@ static bool expect_wcs(int sc, struct ibv_cq *cq, const struct xs_want *want,
 				"completion %d is for wr_id %llu (%s, %s): "
 				"not in posting order", i,
 				(unsigned long long)c->wr_id,
-				opcode_str(c->opcode),
+				vt_wc_opcode_name(c->opcode),
 				ibv_wc_status_str(c->status));
 			ok = false;
 		} else if (c->status != IBV_WC_SUCCESS) {
@@ -392,8 +376,8 @@ static bool expect_wcs(int sc, struct ibv_cq *cq, const struct xs_want *want,
 			ok = false;
 		} else if (c->opcode != w->opcode) {
 			vt_fail(name, "opcode %s (%d), expected %s",
-				opcode_str(c->opcode), c->opcode,
-				opcode_str(w->opcode));
+				vt_wc_opcode_name(c->opcode), c->opcode,
+				vt_wc_opcode_name(w->opcode));
 			ok = false;
 		} else if (w->byte_len >= 0 &&
 			   c->byte_len != (uint64_t)w->byte_len) {
@@ -424,7 +408,7 @@ static void expect_no_wc(int sc, const char *side, struct ibv_cq *cq)
 		 xs_names[sc], side);
 	vt_check(got == 0, name, "wr_id %llu %s %s",
 		 (unsigned long long)wc.wr_id,
-		 got > 0 ? opcode_str(wc.opcode) : "poll error",
+		 got > 0 ? vt_wc_opcode_name(wc.opcode) : "poll error",
 		 got > 0 ? ibv_wc_status_str(wc.status) : "");
 }
 

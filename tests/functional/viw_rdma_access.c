@@ -430,29 +430,6 @@ static int build_ops(const struct ra_client *c, int sc, struct vt_op *ops)
 	return add_trailers(p, ops, n);
 }
 
-/* Short names for the statuses this test expects, in check names. */
-static const char *wc_status_name(enum ibv_wc_status status)
-{
-	switch (status) {
-	case IBV_WC_SUCCESS:
-		return "SUCCESS";
-	case IBV_WC_REM_ACCESS_ERR:
-		return "REM_ACCESS_ERR";
-	case IBV_WC_REM_OP_ERR:
-		return "REM_OP_ERR";
-	case IBV_WC_REM_INV_REQ_ERR:
-		return "REM_INV_REQ_ERR";
-	case IBV_WC_WR_FLUSH_ERR:
-		return "WR_FLUSH_ERR";
-	case IBV_WC_LOC_PROT_ERR:
-		return "LOC_PROT_ERR";
-	case IBV_WC_GENERAL_ERR:
-		return "GENERAL_ERR";
-	default:
-		return ibv_wc_status_str(status);
-	}
-}
-
 static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op)
 {
 	switch (op) {
@@ -474,16 +451,17 @@ static bool check_wc(int sc, int i, const struct vt_op *op,
 	char name[96];
 
 	snprintf(name, sizeof(name), "s%d wc%d %s -> %s", sc, i, op->what,
-		 wc_status_name(op->want));
+		 vt_wc_status_name(op->want));
 	if (wc->wr_id != (uint64_t)i) {
 		vt_fail(name, "completion %d is for wr_id %llu (%s): not in "
 			"posting order", i, (unsigned long long)wc->wr_id,
-			wc_status_name(wc->status));
+			vt_wc_status_name(wc->status));
 		return false;
 	}
 	if (wc->status != op->want) {
 		vt_fail(name, "status %s (%d), vendor_err %#x",
-			wc_status_name(wc->status), wc->status, wc->vendor_err);
+			vt_wc_status_name(wc->status), wc->status,
+			wc->vendor_err);
 		return false;
 	}
 	if (wc->qp_num != qp->qp_num) {
@@ -525,7 +503,7 @@ static bool client_check_wcs(struct ra_client *c, int sc,
 		}
 		ok = false;
 		snprintf(name, sizeof(name), "s%d wc%d %s -> %s", sc, i,
-			 ops[i].what, wc_status_name(ops[i].want));
+			 ops[i].what, vt_wc_status_name(ops[i].want));
 		vt_fail(name, "no completion within %lld ms (%d of %d arrived)",
 			vt_now_ms() - start, got, n);
 	}
@@ -534,7 +512,7 @@ static bool client_check_wcs(struct ra_client *c, int sc,
 	snprintf(name, sizeof(name), "s%d no extra completion", sc);
 	vt_check(got == 0, name, "wr_id %llu status %s",
 		 (unsigned long long)wc[0].wr_id,
-		 got > 0 ? wc_status_name(wc[0].status) : "poll error");
+		 got > 0 ? vt_wc_status_name(wc[0].status) : "poll error");
 	return ok && got == 0;
 }
 
@@ -733,7 +711,7 @@ static bool conc_reap(struct ra_client *c, const char *qp_name)
 		return true;
 	vt_fail("s9/s10 FetchAdds complete", "QP %s: %d of %d completions, "
 		"%s", qp_name, got, RA_CONC_BATCH,
-		i < got ? wc_status_name(wc[i].status) : "timed out");
+		i < got ? vt_wc_status_name(wc[i].status) : "timed out");
 	return false;
 }
 
@@ -1153,7 +1131,7 @@ static void server_check(struct ra_server *s, struct ra_conn *conn)
 	snprintf(name, sizeof(name), "server s%d no completions", sc);
 	vt_check(got == 0, name, "wr_id %llu status %s",
 		 (unsigned long long)wc.wr_id,
-		 got > 0 ? wc_status_name(wc.status) : "poll error");
+		 got > 0 ? vt_wc_status_name(wc.status) : "poll error");
 
 	off = vt_find_not(s->local, RA_LOCAL_LEN, RA_LOCAL_FILL);
 	snprintf(name, sizeof(name), "server s%d mr_local unchanged", sc);

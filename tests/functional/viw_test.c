@@ -136,6 +136,59 @@ const char *vt_qp_state_str(int state)
 	return state < 0 ? strerror(-state) : "?";
 }
 
+/* A completion status without its IBV_WC_ prefix, "UNKNOWN" if none. */
+const char *vt_wc_status_name(enum ibv_wc_status s)
+{
+	static const char *const names[] = {
+		[IBV_WC_SUCCESS] = "SUCCESS",
+		[IBV_WC_LOC_LEN_ERR] = "LOC_LEN_ERR",
+		[IBV_WC_LOC_QP_OP_ERR] = "LOC_QP_OP_ERR",
+		[IBV_WC_LOC_EEC_OP_ERR] = "LOC_EEC_OP_ERR",
+		[IBV_WC_LOC_PROT_ERR] = "LOC_PROT_ERR",
+		[IBV_WC_WR_FLUSH_ERR] = "WR_FLUSH_ERR",
+		[IBV_WC_MW_BIND_ERR] = "MW_BIND_ERR",
+		[IBV_WC_BAD_RESP_ERR] = "BAD_RESP_ERR",
+		[IBV_WC_LOC_ACCESS_ERR] = "LOC_ACCESS_ERR",
+		[IBV_WC_REM_INV_REQ_ERR] = "REM_INV_REQ_ERR",
+		[IBV_WC_REM_ACCESS_ERR] = "REM_ACCESS_ERR",
+		[IBV_WC_REM_OP_ERR] = "REM_OP_ERR",
+		[IBV_WC_RETRY_EXC_ERR] = "RETRY_EXC_ERR",
+		[IBV_WC_RNR_RETRY_EXC_ERR] = "RNR_RETRY_EXC_ERR",
+		[IBV_WC_LOC_RDD_VIOL_ERR] = "LOC_RDD_VIOL_ERR",
+		[IBV_WC_REM_INV_RD_REQ_ERR] = "REM_INV_RD_REQ_ERR",
+		[IBV_WC_REM_ABORT_ERR] = "REM_ABORT_ERR",
+		[IBV_WC_INV_EECN_ERR] = "INV_EECN_ERR",
+		[IBV_WC_INV_EEC_STATE_ERR] = "INV_EEC_STATE_ERR",
+		[IBV_WC_FATAL_ERR] = "FATAL_ERR",
+		[IBV_WC_RESP_TIMEOUT_ERR] = "RESP_TIMEOUT_ERR",
+		[IBV_WC_GENERAL_ERR] = "GENERAL_ERR",
+	};
+
+	if ((unsigned int)s < sizeof(names) / sizeof(names[0]) && names[s])
+		return names[s];
+	return "UNKNOWN";
+}
+
+/* A completion opcode without its IBV_WC_ prefix, "?" if none. */
+const char *vt_wc_opcode_name(enum ibv_wc_opcode op)
+{
+	static const char *const names[] = {
+		[IBV_WC_SEND] = "SEND",
+		[IBV_WC_RDMA_WRITE] = "RDMA_WRITE",
+		[IBV_WC_RDMA_READ] = "RDMA_READ",
+		[IBV_WC_COMP_SWAP] = "COMP_SWAP",
+		[IBV_WC_FETCH_ADD] = "FETCH_ADD",
+		[IBV_WC_BIND_MW] = "BIND_MW",
+		[IBV_WC_LOCAL_INV] = "LOCAL_INV",
+		[IBV_WC_RECV] = "RECV",
+		[IBV_WC_RECV_RDMA_WITH_IMM] = "RECV_RDMA_WITH_IMM",
+	};
+
+	if ((unsigned int)op < sizeof(names) / sizeof(names[0]) && names[op])
+		return names[op];
+	return "?";
+}
+
 /* The QP state from the kernel, or -errno. */
 int vt_qp_state(struct ibv_qp *qp)
 {

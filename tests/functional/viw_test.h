@@ -51,6 +51,8 @@ int vt_ms_left(long long deadline);
 
 struct ibv_context *vt_open_device(const char *name);
 const char *vt_qp_state_str(int state);
+const char *vt_wc_status_name(enum ibv_wc_status s);
+const char *vt_wc_opcode_name(enum ibv_wc_opcode op);
 int vt_qp_state(struct ibv_qp *qp);
 int vt_poll_cq_until(struct ibv_cq *cq, struct ibv_wc *wc, int n,
 		     long long deadline);
