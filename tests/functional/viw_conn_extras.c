@@ -558,10 +558,23 @@ static int client_parse_offer(struct xs_client *c, int sc)
 	return 0;
 }
 
+/* The private data of the answer: @len bytes of pattern @seed. */
+static void client_check_pdata(struct xs_client *c, const char *name,
+			       unsigned int len, unsigned int seed)
+{
+	uint8_t want[XS_REJECT_LEN > XS_ACCEPT_LEN ? XS_REJECT_LEN :
+		     XS_ACCEPT_LEN];
+
+	if (c->pdata_len < len) {
+		vt_fail(name, "private_data_len %u", c->pdata_len);
+		return;
+	}
+	fill_pat(want, len, seed);
+	check_bytes(name, c->pdata, want, len);
+}
+
 static void client_reject_pdata(struct xs_client *c)
 {
-	uint8_t want[XS_REJECT_LEN];
-
 	if (c->event != RDMA_CM_EVENT_REJECTED) {
 		vt_fail("reject-pdata: client gets REJECTED",
 			"got %s, status %d",
@@ -574,29 +587,17 @@ static void client_reject_pdata(struct xs_client *c)
 		c->pdata_len);
 	vt_check(c->status < 0, "reject-pdata: REJECTED status is a negative "
 		 "errno", "status %d", c->status);
-	fill_pat(want, sizeof(want), XS_SEED_REJECT);
-	if (c->pdata_len < XS_REJECT_LEN) {
-		vt_fail("reject-pdata: client sees the 40 bytes of reject "
-			"private data", "private_data_len %u", c->pdata_len);
-		return;
-	}
-	check_bytes("reject-pdata: client sees the 40 bytes of reject "
-		    "private data", c->pdata, want, XS_REJECT_LEN);
+	client_check_pdata(c, "reject-pdata: client sees the 40 bytes of "
+			   "reject private data", XS_REJECT_LEN,
+			   XS_SEED_REJECT);
 }
 
 static void client_accept_pdata(struct xs_client *c)
 {
-	uint8_t want[XS_ACCEPT_LEN];
-
 	vt_info("accept-pdata: %u bytes of accept private data", c->pdata_len);
-	fill_pat(want, sizeof(want), XS_SEED_ACCEPT);
-	if (c->pdata_len < XS_ACCEPT_LEN) {
-		vt_fail("accept-pdata: client sees the 32 bytes of accept "
-			"private data", "private_data_len %u", c->pdata_len);
-		return;
-	}
-	check_bytes("accept-pdata: client sees the 32 bytes of accept private "
-		    "data", c->pdata, want, XS_ACCEPT_LEN);
+	client_check_pdata(c, "accept-pdata: client sees the 32 bytes of "
+			   "accept private data", XS_ACCEPT_LEN,
+			   XS_SEED_ACCEPT);
 }
 
 static void set_sge(struct ibv_sge *sge, const struct xs_client *c,
@@ -605,6 +606,25 @@ static void set_sge(struct ibv_sge *sge, const struct xs_client *c,
 	sge->addr = (uintptr_t)(c->buf + off);
 	sge->length = len;
 	sge->lkey = c->ep.mr->lkey;
+}
+
+/*
+ * @n signaled SENDs with wr_id 1..@n, for a scenario to change; *@sig
+ * describes the 8-byte SEND that ends a scenario's WRs.
+ */
+static void client_init_wrs(struct xs_client *c, struct ibv_send_wr *wr,
+			    int n, struct ibv_sge *sig)
+{
+	int i;
+
+	memset(wr, 0, n * sizeof(*wr));
+	for (i = 0; i < n; i++) {
+		wr[i].wr_id = i + 1;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].opcode = IBV_WR_SEND;
+	}
+	fill_pat(c->buf + XS_C_SMALL, XS_SIGNAL_LEN, XS_SEED_SIGNAL);
+	set_sge(sig, c, XS_C_SMALL, XS_SIGNAL_LEN);
 }
 
 /* Post a chain of @n WRs; a check named @what. */
@@ -637,17 +657,9 @@ static void client_zero_len(struct xs_client *c)
 	struct ibv_send_wr wr[5];
 	struct ibv_wc wc[5];
 	struct ibv_sge sge0, sig;
-	int i;
 
-	memset(wr, 0, sizeof(wr));
-	fill_pat(c->buf + XS_C_SMALL, XS_SIGNAL_LEN, XS_SEED_SIGNAL);
+	client_init_wrs(c, wr, 5, &sig);
 	set_sge(&sge0, c, XS_C_SMALL + 64, 0);
-	set_sge(&sig, c, XS_C_SMALL, XS_SIGNAL_LEN);
-	for (i = 0; i < 5; i++) {
-		wr[i].wr_id = i + 1;
-		wr[i].send_flags = IBV_SEND_SIGNALED;
-		wr[i].opcode = IBV_WR_SEND;
-	}
 	wr[1].sg_list = &sge0;
 	wr[1].num_sge = 1;
 	wr[2].opcode = IBV_WR_RDMA_WRITE;
@@ -662,6 +674,15 @@ static void client_zero_len(struct xs_client *c)
 		return;
 	expect_wcs(XS_ZERO_LEN, c->ep.cq, want, 5, wc, 0);
 	expect_no_wc(XS_ZERO_LEN, "client", c->ep.cq);
+}
+
+/* A post of one WR: EINVAL, with bad_wr on it (@bad_is_wr). */
+static void check_refused(const char *name, int rv, bool bad_is_wr,
+			  bool bad_set)
+{
+	vt_check(rv == EINVAL && bad_is_wr, name, "returned %d (%s), bad_wr %s",
+		 rv, strerror(rv), bad_is_wr ? "the WR" :
+		 bad_set ? "another WR" : "NULL");
 }
 
 /* A SEND and a receive with one SGE too many must not post. */
@@ -680,18 +701,14 @@ static void client_too_many_sges(struct xs_client *c)
 	swr.opcode = IBV_WR_SEND;
 	swr.send_flags = IBV_SEND_SIGNALED;
 	rv = ibv_post_send(c->ep.id->qp, &swr, &sbad);
-	vt_check(rv == EINVAL && sbad == &swr, "max-sge: SEND with "
-		 "max_send_sge + 1 SGEs fails with EINVAL", "ibv_post_send "
-		 "returned %d (%s), bad_wr %s", rv, strerror(rv),
-		 sbad == &swr ? "the WR" : sbad ? "another WR" : "NULL");
+	check_refused("max-sge: SEND with max_send_sge + 1 SGEs fails with "
+		      "EINVAL", rv, sbad == &swr, sbad != NULL);
 	rwr.wr_id = 98;
 	rwr.sg_list = sge;
 	rwr.num_sge = n;
 	rv = ibv_post_recv(c->ep.id->qp, &rwr, &rbad);
-	vt_check(rv == EINVAL && rbad == &rwr, "max-sge: receive with "
-		 "max_recv_sge + 1 SGEs fails with EINVAL", "ibv_post_recv "
-		 "returned %d (%s), bad_wr %s", rv, strerror(rv),
-		 rbad == &rwr ? "the WR" : rbad ? "another WR" : "NULL");
+	check_refused("max-sge: receive with max_recv_sge + 1 SGEs fails "
+		      "with EINVAL", rv, rbad == &rwr, rbad != NULL);
 }
 
 static void client_max_sge(struct xs_client *c)
@@ -721,13 +738,8 @@ static void client_max_sge(struct xs_client *c)
 			c->buf[send_off(i) + b] = msg_byte(k++);
 		set_sge(&sge[i], c, send_off(i), send_len(i));
 	}
-	fill_pat(c->buf + XS_C_SMALL, XS_SIGNAL_LEN, XS_SEED_SIGNAL);
-	set_sge(&sig, c, XS_C_SMALL, XS_SIGNAL_LEN);
-	memset(wr, 0, sizeof(wr));
-	for (i = 0; i < 3; i++) {
-		wr[i].wr_id = i + 1;
-		wr[i].send_flags = IBV_SEND_SIGNALED;
-		wr[i].opcode = IBV_WR_SEND;
+	client_init_wrs(c, wr, 3, &sig);
+	for (i = 0; i < 2; i++) {
 		wr[i].sg_list = sge;
 		wr[i].num_sge = n;
 	}
@@ -889,14 +901,7 @@ static void client_bulk(struct xs_client *c)
 		return;
 	}
 	client_bulk_fill(c, &one, six);
-	fill_pat(c->buf + XS_C_SMALL, XS_SIGNAL_LEN, XS_SEED_SIGNAL);
-	set_sge(&sig, c, XS_C_SMALL, XS_SIGNAL_LEN);
-	memset(wr, 0, sizeof(wr));
-	for (i = 0; i < 7; i++) {
-		wr[i].wr_id = i + 1;
-		wr[i].send_flags = IBV_SEND_SIGNALED;
-		wr[i].opcode = IBV_WR_SEND;
-	}
+	client_init_wrs(c, wr, 7, &sig);
 	wr[0].sg_list = &one;
 	wr[0].num_sge = 1;
 	wr[1].sg_list = six;
@@ -1316,6 +1321,15 @@ static void server_check_region(struct xs_server *s, int sc, const char *what,
 	check_bytes(name, s->buf + off, s->want + off, len);
 }
 
+/* Receive slot @k holds @len bytes of pattern @seed and nothing else. */
+static void server_check_slot(struct xs_server *s, int sc, const char *what,
+			      int k, size_t len, unsigned int seed)
+{
+	fill_pat(slot(s->want, k), len, seed);
+	server_check_region(s, sc, what, slot(s->buf, k) - s->buf,
+			    XS_SLOT_LEN);
+}
+
 static void server_zero_len(struct xs_server *s, struct xs_conn *conn)
 {
 	static const struct xs_want want[] = {
@@ -1330,11 +1344,10 @@ static void server_zero_len(struct xs_server *s, struct xs_conn *conn)
 
 	if (!expect_wcs(XS_ZERO_LEN, conn->ep.cq, want, 3, wc, 0))
 		return;
-	fill_pat(slot(s->want, 1), XS_SIGNAL_LEN, XS_SEED_SIGNAL);
 	server_check_region(s, XS_ZERO_LEN, "slot of the 0-byte SEND "
 			    "unchanged", XS_S_SLOTS, XS_SLOT_LEN);
-	server_check_region(s, XS_ZERO_LEN, "slot of the 8-byte SEND holds "
-			    "it", slot(s->buf, 1) - s->buf, XS_SLOT_LEN);
+	server_check_slot(s, XS_ZERO_LEN, "slot of the 8-byte SEND holds it",
+			  1, XS_SIGNAL_LEN, XS_SEED_SIGNAL);
 	server_check_region(s, XS_ZERO_LEN, "WRITE target unchanged by the "
 			    "0-byte WRITEs", XS_S_TARGET, XS_S_TARGET_LEN);
 	expect_no_wc(XS_ZERO_LEN, "server", conn->ep.cq);
@@ -1366,9 +1379,8 @@ static void server_max_sge(struct xs_server *s, struct xs_conn *conn)
 	server_check_region(s, XS_MAX_SGE_SC, "WRITE target holds the "
 			    "gathered message, nothing around it",
 			    XS_S_TARGET, XS_S_TARGET_LEN);
-	fill_pat(slot(s->want, 0), XS_SIGNAL_LEN, XS_SEED_SIGNAL);
-	server_check_region(s, XS_MAX_SGE_SC, "slot of the 8-byte SEND holds "
-			    "it", XS_S_SLOTS, XS_SLOT_LEN);
+	server_check_slot(s, XS_MAX_SGE_SC, "slot of the 8-byte SEND holds it",
+			  0, XS_SIGNAL_LEN, XS_SEED_SIGNAL);
 	expect_no_wc(XS_MAX_SGE_SC, "server", conn->ep.cq);
 }
 
@@ -1384,12 +1396,10 @@ static void server_inline(struct xs_server *s, struct xs_conn *conn)
 
 	if (!expect_wcs(XS_INLINE, conn->ep.cq, want, 2, wc, 0))
 		return;
-	fill_pat(slot(s->want, 0), XS_INLINE_LEN, XS_SEED_INLINE1);
-	fill_pat(slot(s->want, 1), XS_INLINE_LEN, XS_SEED_INLINE2);
-	server_check_region(s, XS_INLINE, "one-SGE inline data arrived",
-			    XS_S_SLOTS, XS_SLOT_LEN);
-	server_check_region(s, XS_INLINE, "two-SGE inline data arrived",
-			    slot(s->buf, 1) - s->buf, XS_SLOT_LEN);
+	server_check_slot(s, XS_INLINE, "one-SGE inline data arrived", 0,
+			  XS_INLINE_LEN, XS_SEED_INLINE1);
+	server_check_slot(s, XS_INLINE, "two-SGE inline data arrived", 1,
+			  XS_INLINE_LEN, XS_SEED_INLINE2);
 	expect_no_wc(XS_INLINE, "server", conn->ep.cq);
 }
 
@@ -1417,9 +1427,8 @@ static void server_bulk(struct xs_server *s, struct xs_conn *conn)
 	server_check_region(s, XS_BULK, "receives, WRITE targets and READ "
 			    "source hold exactly what was sent", XS_B_BASE,
 			    XS_SBUF_LEN - XS_B_BASE);
-	fill_pat(slot(s->want, 0), XS_SIGNAL_LEN, XS_SEED_SIGNAL);
-	server_check_region(s, XS_BULK, "slot of the 8-byte SEND holds it",
-			    XS_S_SLOTS, XS_SLOT_LEN);
+	server_check_slot(s, XS_BULK, "slot of the 8-byte SEND holds it", 0,
+			  XS_SIGNAL_LEN, XS_SEED_SIGNAL);
 	expect_no_wc(XS_BULK, "server", conn->ep.cq);
 }
 
@@ -1450,12 +1459,10 @@ static void server_solicited(struct xs_server *s, struct xs_conn *conn)
 		got = 0;
 	if (!expect_wcs(XS_SOLICITED, conn->ep.cq, want, 2, wc, got))
 		return;
-	fill_pat(slot(s->want, 0), XS_SOLICIT_LEN, XS_SEED_UNSOL);
-	fill_pat(slot(s->want, 1), XS_SOLICIT_LEN, XS_SEED_SOL);
-	server_check_region(s, XS_SOLICITED, "unsolicited SEND's data arrived",
-			    XS_S_SLOTS, XS_SLOT_LEN);
-	server_check_region(s, XS_SOLICITED, "solicited SEND's data arrived",
-			    slot(s->buf, 1) - s->buf, XS_SLOT_LEN);
+	server_check_slot(s, XS_SOLICITED, "unsolicited SEND's data arrived",
+			  0, XS_SOLICIT_LEN, XS_SEED_UNSOL);
+	server_check_slot(s, XS_SOLICITED, "solicited SEND's data arrived", 1,
+			  XS_SOLICIT_LEN, XS_SEED_SOL);
 	/* Nothing more is sent: a new arm must stay quiet. */
 	rv = ibv_req_notify_cq(conn->ep.cq, 1);
 	if (rv) {
