@@ -383,35 +383,30 @@ static bool wait_cq_event(const char *name, struct ibv_comp_channel *ch,
 static void test_comp_channel(struct env *e)
 {
 	const char *name = "armed CQ raises an event for a flush completion";
-	struct ibv_comp_channel *ch = ibv_create_comp_channel(e->ctx);
-	struct ibv_cq *cq = NULL;
-	struct ibv_qp *qp = NULL;
+	struct vt_ep ep = { .cc = ibv_create_comp_channel(e->ctx) };
 	struct ibv_wc wc;
 
-	if (ch)
-		cq = ibv_create_cq(e->ctx, 16, NULL, ch, 0);
-	if (cq) {
-		cq->cq_context = cq;
-		qp = create_qp(e, cq, cq, NULL, NULL);
+	if (ep.cc)
+		ep.cq = ibv_create_cq(e->ctx, 16, NULL, ep.cc, 0);
+	if (ep.cq) {
+		ep.cq->cq_context = ep.cq;
+		ep.qp = create_qp(e, ep.cq, ep.cq, NULL, NULL);
 	}
-	if (!qp || !transition(name, qp, IBV_QPS_INIT) ||
-	    !transition(name, qp, IBV_QPS_ERR)) {
+	if (!ep.qp || !transition(name, ep.qp, IBV_QPS_INIT) ||
+	    !transition(name, ep.qp, IBV_QPS_ERR)) {
 		vt_fail(name, "setup: %s", strerror(errno));
 		goto out;
 	}
-	if (ibv_req_notify_cq(cq, 0) || post_recv(e, qp, 1, e->mr->lkey)) {
+	if (ibv_req_notify_cq(ep.cq, 0) ||
+	    post_recv(e, ep.qp, 1, e->mr->lkey)) {
 		vt_fail(name, "arm or post failed");
 		goto out;
 	}
-	if (wait_cq_event(name, ch, cq) && poll_n(cq, &wc, 1, 1000) == 1)
+	if (wait_cq_event(name, ep.cc, ep.cq) &&
+	    poll_n(ep.cq, &wc, 1, 1000) == 1)
 		vt_pass("%s", name);
 out:
-	if (qp)
-		ibv_destroy_qp(qp);
-	if (cq)
-		ibv_destroy_cq(cq);
-	if (ch)
-		ibv_destroy_comp_channel(ch);
+	vt_ep_close(&ep);
 }
 
 static void test_bad_create(struct env *e)

@@ -404,37 +404,28 @@ static int qm_deep_flush(struct ibv_context *ctx)
 			 .max_recv_sge = QM_DEEP_SGE },
 	};
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT };
-	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	static uint8_t buf[4096];
-	struct ibv_mr *mr = NULL;
-	struct ibv_cq *cq = NULL;
-	struct ibv_qp *qp = NULL;
+	struct vt_ep ep = { .pd = ibv_alloc_pd(ctx) };
 
-	if (pd)
-		mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
-	if (mr)
-		cq = ibv_create_cq(ctx, QM_CQE, NULL, NULL, 0);
-	init.send_cq = cq;
-	init.recv_cq = cq;
-	if (cq)
-		qp = ibv_create_qp(pd, &init);
-	if (!qp || ibv_modify_qp(qp, &attr, IBV_QP_STATE)) {
+	if (ep.pd)
+		ep.mr = ibv_reg_mr(ep.pd, buf, sizeof(buf),
+				   IBV_ACCESS_LOCAL_WRITE);
+	if (ep.mr)
+		ep.cq = ibv_create_cq(ctx, QM_CQE, NULL, NULL, 0);
+	init.send_cq = ep.cq;
+	init.recv_cq = ep.cq;
+	if (ep.cq)
+		ep.qp = ibv_create_qp(ep.pd, &init);
+	if (!ep.qp || ibv_modify_qp(ep.qp, &attr, IBV_QP_STATE)) {
 		vt_fail("deep-flush: setup", "%s", strerror(errno));
 		goto out;
 	}
-	if (qm_deep_post(qp, mr))
+	if (qm_deep_post(ep.qp, ep.mr))
 		goto out;
-	if (!qm_deep_error(qp))
-		qm_deep_check(cq);
+	if (!qm_deep_error(ep.qp))
+		qm_deep_check(ep.cq);
 out:
-	if (qp)
-		ibv_destroy_qp(qp);
-	if (cq)
-		ibv_destroy_cq(cq);
-	if (mr)
-		ibv_dereg_mr(mr);
-	if (pd)
-		ibv_dealloc_pd(pd);
+	vt_ep_close(&ep);
 	return 0;
 }
 
