@@ -131,9 +131,7 @@ static const char *tg_async_name(enum ibv_event_type e)
 		[IBV_EVENT_WQ_FATAL] = "WQ_FATAL",
 	};
 
-	if ((unsigned int)e < sizeof(names) / sizeof(names[0]) && names[e])
-		return names[e];
-	return "UNKNOWN";
+	return VT_NAME(names, e, "UNKNOWN");
 }
 
 /* The opcode from our own wr_id: right even for flushed completions. */

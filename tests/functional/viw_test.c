@@ -106,6 +106,13 @@ int vt_ms_left(long long deadline)
 
 /* ---- verbs --------------------------------------------------------------- */
 
+/* Entry @v of the @n @names, or @none if @v is outside or has none. */
+const char *vt_name_of(const char *const *names, size_t n, int v,
+		       const char *none)
+{
+	return v >= 0 && (size_t)v < n && names[v] ? names[v] : none;
+}
+
 /* The RDMA device called @name, opened; NULL if there is none. */
 struct ibv_context *vt_open_device(const char *name)
 {
@@ -130,10 +137,7 @@ const char *vt_qp_state_str(int state)
 		[IBV_QPS_ERR] = "ERR",
 	};
 
-	if (state >= 0 && state < (int)(sizeof(names) / sizeof(names[0])) &&
-	    names[state])
-		return names[state];
-	return state < 0 ? strerror(-state) : "?";
+	return state < 0 ? strerror(-state) : VT_NAME(names, state, "?");
 }
 
 /* A completion status without its IBV_WC_ prefix, "UNKNOWN" if none. */
@@ -164,9 +168,7 @@ const char *vt_wc_status_name(enum ibv_wc_status s)
 		[IBV_WC_GENERAL_ERR] = "GENERAL_ERR",
 	};
 
-	if ((unsigned int)s < sizeof(names) / sizeof(names[0]) && names[s])
-		return names[s];
-	return "UNKNOWN";
+	return VT_NAME(names, s, "UNKNOWN");
 }
 
 /* A completion opcode without its IBV_WC_ prefix, "?" if none. */
@@ -184,9 +186,7 @@ const char *vt_wc_opcode_name(enum ibv_wc_opcode op)
 		[IBV_WC_RECV_RDMA_WITH_IMM] = "RECV_RDMA_WITH_IMM",
 	};
 
-	if ((unsigned int)op < sizeof(names) / sizeof(names[0]) && names[op])
-		return names[op];
-	return "?";
+	return VT_NAME(names, op, "?");
 }
 
 /* The QP state from the kernel, or -errno. */

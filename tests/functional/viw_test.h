@@ -49,6 +49,12 @@ int vt_ms_left(long long deadline);
 
 /* ---- verbs and rdma_cm --------------------------------------------------- */
 
+const char *vt_name_of(const char *const *names, size_t n, int v,
+		       const char *none);
+/* @v's entry in the array @names, or @none if it has none. */
+#define VT_NAME(names, v, none)						\
+	vt_name_of(names, sizeof(names) / sizeof((names)[0]), (int)(v), none)
+
 struct ibv_context *vt_open_device(const char *name);
 const char *vt_qp_state_str(int state);
 const char *vt_wc_status_name(enum ibv_wc_status s);
