@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * viw_test: what the librdmacm functional tests (viw_rdma_access,
- * viw_semantics, viw_conn_extras) share: the PASS/FAIL/INFO report, time
- * bounded by one run deadline, the watchdog, polling a CQ and waiting for
- * rdma_cm events with a deadline, and the option parsing of the two
- * client/server programs.  The VM harness reads their output, so its
- * format lives here once: "PASS name", "FAIL name: why", "INFO ..." and a
- * final "N passed, N failed".
+ * viw_test: the scaffolding of the functional tests (tests/functional),
+ * so that each test file holds only its scenarios: the PASS/FAIL/INFO
+ * report, time bounded by one run deadline, the watchdog, the options
+ * -s/-c/-p/-t and main() of a client/server program, polling a CQ and
+ * waiting for rdma_cm events with a deadline, an RC endpoint (struct
+ * vt_ep: channel, id, PD, MR, CQ, QP; connect with a retry, close), a
+ * listening server (struct vt_server), lists of signaled work requests
+ * (struct vt_op) and the names of states, statuses and opcodes.  The VM
+ * harness reads the programs' output, so its format lives here once:
+ * "PASS name", "FAIL name: why", "INFO ..." and a final
+ * "N passed, N failed".
  */
 #ifndef VIW_TEST_H
 #define VIW_TEST_H
