@@ -202,7 +202,9 @@ trace_on() {
 trace_dump() {
 	local t=/sys/kernel/tracing
 	[ -r "$t/trace" ] || return 0
-	grep -v '^#' "$t/trace" | cut -c1-220 | head -60 | sed 's/^/    trace: /'
+	# sed reads to the end: head would end the pipe early (SIGPIPE, and
+	# pipefail makes that a failure)
+	grep -v '^#' "$t/trace" | cut -c1-220 | sed -n '1,60s/^/    trace: /p'
 	echo 0 >"$t/events/rpcrdma/enable" 2>/dev/null || true
 }
 
