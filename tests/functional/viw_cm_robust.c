@@ -64,12 +64,9 @@ struct cr_opts {
 	int reject_len;
 };
 
+/* ep.qp: accept-err's QP, not the id's. */
 struct cr_conn {
-	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
-	struct ibv_qp *qp;	/* accept-err: not the id's */
+	struct vt_ep ep;
 	void *buf;
 };
 
@@ -82,48 +79,39 @@ static int cr_setup(struct cr_conn *c, struct rdma_cm_id *id, bool rdma_qp)
 		.qp_type = IBV_QPT_RC,
 	};
 
-	c->id = id;
-	c->pd = ibv_alloc_pd(id->verbs);
-	c->cq = c->pd ? ibv_create_cq(id->verbs, 64, NULL, NULL, 0) : NULL;
+	c->ep.id = id;
+	c->ep.pd = ibv_alloc_pd(id->verbs);
+	c->ep.cq = c->ep.pd ? ibv_create_cq(id->verbs, 64, NULL, NULL, 0) :
+			      NULL;
 	c->buf = calloc(1, CR_MR_LEN);
-	if (!c->cq || !c->buf)
+	if (!c->ep.cq || !c->buf)
 		return -1;
-	c->mr = ibv_reg_mr(c->pd, c->buf, CR_MR_LEN,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
-	if (!c->mr)
+	c->ep.mr = ibv_reg_mr(c->ep.pd, c->buf, CR_MR_LEN,
+			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!c->ep.mr)
 		return -1;
 	if (!rdma_qp)
 		return 0;
-	attr.send_cq = c->cq;
-	attr.recv_cq = c->cq;
-	return rdma_create_qp(id, c->pd, &attr);
+	attr.send_cq = c->ep.cq;
+	attr.recv_cq = c->ep.cq;
+	return rdma_create_qp(id, c->ep.pd, &attr);
 }
 
 static void cr_teardown(struct cr_conn *c)
 {
-	if (c->id && c->id->qp)
-		rdma_destroy_qp(c->id);
-	if (c->qp)
-		ibv_destroy_qp(c->qp);
-	if (c->id)
-		rdma_destroy_id(c->id);
-	if (c->mr)
-		ibv_dereg_mr(c->mr);
-	if (c->cq)
-		ibv_destroy_cq(c->cq);
-	if (c->pd)
-		ibv_dealloc_pd(c->pd);
+	vt_ep_close(&c->ep);
 	free(c->buf);
 }
 
 static int cr_post_recv(struct cr_conn *c)
 {
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)c->buf, .length = 4096, .lkey = c->mr->lkey,
+		.addr = (uintptr_t)c->buf, .length = 4096,
+		.lkey = c->ep.mr->lkey,
 	};
 	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
 
-	return ibv_post_recv(c->id->qp, &wr, &bad);
+	return ibv_post_recv(c->ep.id->qp, &wr, &bad);
 }
 
 /* Wait up to @ms for @want; "name" is the check's name. */
@@ -176,13 +164,14 @@ static void cr_fin_early(struct rdma_event_channel *ch, struct cr_conn *c)
 	struct rdma_conn_param param = { .responder_resources = 1 };
 	struct ibv_wc wc;
 
-	if (cr_post_recv(c) || rdma_accept(c->id, &param)) {
+	if (cr_post_recv(c) || rdma_accept(c->ep.id, &param)) {
 		vt_fail("accept", "%s", strerror(errno));
 		return;
 	}
 	if (!cr_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 10000, "established"))
 		return;
-	vt_check(vt_poll_cq_until(c->cq, &wc, 1, vt_deadline_in(10000)) == 1 &&
+	vt_check(vt_poll_cq_until(c->ep.cq, &wc, 1,
+				  vt_deadline_in(10000)) == 1 &&
 		 wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV,
 		 "early-send", "the SEND that came with the request");
 	cr_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 10000, "disconnected");
@@ -196,7 +185,7 @@ static void cr_fin_early(struct rdma_event_channel *ch, struct cr_conn *c)
 static void cr_accept_err(struct cr_conn *c)
 {
 	struct ibv_qp_init_attr init = {
-		.send_cq = c->cq, .recv_cq = c->cq,
+		.send_cq = c->ep.cq, .recv_cq = c->ep.cq,
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
@@ -205,13 +194,13 @@ static void cr_accept_err(struct cr_conn *c)
 	struct rdma_conn_param param = { .responder_resources = 1 };
 	int rv;
 
-	c->qp = ibv_create_qp(c->pd, &init);
-	if (!c->qp || ibv_modify_qp(c->qp, &attr, IBV_QP_STATE)) {
+	c->ep.qp = ibv_create_qp(c->ep.pd, &init);
+	if (!c->ep.qp || ibv_modify_qp(c->ep.qp, &attr, IBV_QP_STATE)) {
 		vt_fail("setup", "modify_qp(ERR): %s", strerror(errno));
 		return;
 	}
-	param.qp_num = c->qp->qp_num;
-	rv = rdma_accept(c->id, &param);
+	param.qp_num = c->ep.qp->qp_num;
+	rv = rdma_accept(c->ep.id, &param);
 	vt_check(rv != 0, "accept-fails", "rdma_accept with a QP in ERROR "
 		 "returned %d", rv);
 }
@@ -223,7 +212,7 @@ static void cr_disconnect(struct rdma_event_channel *ch, struct cr_conn *c)
 		uint64_t addr;
 		uint32_t len;
 	} __attribute__((packed)) pd = {
-		.rkey = htobe32(c->mr->rkey),
+		.rkey = htobe32(c->ep.mr->rkey),
 		.addr = htobe64((uintptr_t)c->buf),
 		.len = htobe32(CR_MR_LEN),
 	};
@@ -234,7 +223,7 @@ static void cr_disconnect(struct rdma_event_channel *ch, struct cr_conn *c)
 	};
 	long long t0;
 
-	if (rdma_accept(c->id, &param)) {
+	if (rdma_accept(c->ep.id, &param)) {
 		vt_fail("accept", "%s", strerror(errno));
 		return;
 	}
@@ -242,7 +231,7 @@ static void cr_disconnect(struct rdma_event_channel *ch, struct cr_conn *c)
 		return;
 	sleep(2);
 	t0 = vt_now_ms();
-	if (rdma_disconnect(c->id)) {
+	if (rdma_disconnect(c->ep.id)) {
 		vt_fail("disconnect", "rdma_disconnect: %s", strerror(errno));
 		return;
 	}
@@ -397,27 +386,17 @@ static void cr_client(const struct cr_opts *o)
 
 static int cr_parse(int argc, char **argv, struct cr_opts *o)
 {
+	struct vt_args a = { .port = "7530", .secs = 30 };
 	int opt;
 
-	*o = (struct cr_opts){ .port = "7530", .backlog = 8, .secs = 30 };
-	while ((opt = getopt(argc, argv, "m:s:c:p:b:t:l:")) != -1) {
+	*o = (struct cr_opts){ .backlog = 8 };
+	while ((opt = vt_next_opt(argc, argv, "m:b:l:", NULL, &a)) != -1) {
 		switch (opt) {
 		case 'm':
 			o->mode = optarg;
 			break;
-		case 's':
-		case 'c':
-			o->server = opt == 's';
-			o->addr = optarg;
-			break;
-		case 'p':
-			o->port = optarg;
-			break;
 		case 'b':
 			o->backlog = atoi(optarg);
-			break;
-		case 't':
-			o->secs = atoi(optarg);
 			break;
 		case 'l':
 			o->reject_len = atoi(optarg);
@@ -426,6 +405,10 @@ static int cr_parse(int argc, char **argv, struct cr_opts *o)
 			return -1;
 		}
 	}
+	o->addr = a.addr;
+	o->port = a.port;
+	o->server = a.server;
+	o->secs = a.secs;
 	return o->mode && o->addr && optind == argc && o->secs > 2 ? 0 : -1;
 }
 

@@ -69,7 +69,6 @@
 #define _GNU_SOURCE
 #include <endian.h>
 #include <errno.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -338,22 +337,6 @@ static void make_hello(struct xs_hello *h, int sc, uint32_t arg)
 
 /* ---- verbs and CM helpers ------------------------------------------------ */
 
-static const char *opcode_str(enum ibv_wc_opcode op)
-{
-	switch (op) {
-	case IBV_WC_SEND:
-		return "SEND";
-	case IBV_WC_RDMA_WRITE:
-		return "RDMA_WRITE";
-	case IBV_WC_RDMA_READ:
-		return "RDMA_READ";
-	case IBV_WC_RECV:
-		return "RECV";
-	default:
-		return "?";
-	}
-}
-
 /*
  * The @n completions of @want, in order: @have of them already in @wc,
  * the rest polled from @cq.  One check per completion ("SCENARIO: what");
@@ -383,7 +366,7 @@ static bool expect_wcs(int sc, struct ibv_cq *cq, const struct xs_want *want,
 				"completion %d is for wr_id %llu (%s, %s): "
 				"not in posting order", i,
 				(unsigned long long)c->wr_id,
-				opcode_str(c->opcode),
+				vt_wc_opcode_name(c->opcode),
 				ibv_wc_status_str(c->status));
 			ok = false;
 		} else if (c->status != IBV_WC_SUCCESS) {
@@ -393,8 +376,8 @@ static bool expect_wcs(int sc, struct ibv_cq *cq, const struct xs_want *want,
 			ok = false;
 		} else if (c->opcode != w->opcode) {
 			vt_fail(name, "opcode %s (%d), expected %s",
-				opcode_str(c->opcode), c->opcode,
-				opcode_str(w->opcode));
+				vt_wc_opcode_name(c->opcode), c->opcode,
+				vt_wc_opcode_name(w->opcode));
 			ok = false;
 		} else if (w->byte_len >= 0 &&
 			   c->byte_len != (uint64_t)w->byte_len) {
@@ -425,19 +408,15 @@ static void expect_no_wc(int sc, const char *side, struct ibv_cq *cq)
 		 xs_names[sc], side);
 	vt_check(got == 0, name, "wr_id %llu %s %s",
 		 (unsigned long long)wc.wr_id,
-		 got > 0 ? opcode_str(wc.opcode) : "poll error",
+		 got > 0 ? vt_wc_opcode_name(wc.opcode) : "poll error",
 		 got > 0 ? ibv_wc_status_str(wc.status) : "");
 }
 
 /* ---- client -------------------------------------------------------------- */
 
 struct xs_client {
+	struct vt_ep ep;
 	struct sockaddr_storage dst;
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
 	uint8_t *buf;
 	int max_sge;			/* the device's */
 	struct ibv_qp_cap cap;		/* granted to the QP */
@@ -447,29 +426,9 @@ struct xs_client {
 	uint8_t pdata[256];
 	unsigned int pdata_len;
 	struct xs_offer peer;		/* host byte order */
-	char why[256];
+	int sc;				/* the scenario being connected */
+	bool first;			/* the run's first connection */
 };
-
-static void client_close(struct xs_client *c)
-{
-	if (c->id && c->id->qp)
-		rdma_destroy_qp(c->id);
-	if (c->cq)
-		ibv_destroy_cq(c->cq);
-	if (c->mr)
-		ibv_dereg_mr(c->mr);
-	if (c->pd)
-		ibv_dealloc_pd(c->pd);
-	if (c->id)
-		rdma_destroy_id(c->id);
-	if (c->ch)
-		rdma_destroy_event_channel(c->ch);
-	c->ch = NULL;
-	c->id = NULL;
-	c->pd = NULL;
-	c->cq = NULL;
-	c->mr = NULL;
-}
 
 /* PD, MR, CQ and a QP with the device's max_sge and 64 bytes inline. */
 static int client_alloc(struct xs_client *c)
@@ -483,46 +442,26 @@ static int client_alloc(struct xs_client *c)
 		},
 	};
 	struct ibv_device_attr dattr;
-	const char *step = "ibv_query_device";
-	int err;
+	int rv;
 
-	err = ibv_query_device(c->id->verbs, &dattr);
-	if (err) {
-		errno = err;
-		goto err;
+	rv = ibv_query_device(c->ep.id->verbs, &dattr);
+	if (rv) {
+		snprintf(c->ep.why, sizeof(c->ep.why), "ibv_query_device: %s",
+			 strerror(rv));
+		return -rv;
 	}
 	c->max_sge = dattr.max_sge;
 	if (c->max_sge < 1 || c->max_sge > XS_MAX_SGE) {
-		snprintf(c->why, sizeof(c->why), "device max_sge %d outside "
-			 "1..%d", c->max_sge, XS_MAX_SGE);
+		snprintf(c->ep.why, sizeof(c->ep.why), "device max_sge %d "
+			 "outside 1..%d", c->max_sge, XS_MAX_SGE);
 		return -EINVAL;
 	}
 	attr.cap.max_send_sge = c->max_sge;
 	attr.cap.max_recv_sge = c->max_sge;
-	step = "ibv_alloc_pd";
-	c->pd = ibv_alloc_pd(c->id->verbs);
-	if (!c->pd)
-		goto err;
-	step = "ibv_reg_mr";
-	c->mr = ibv_reg_mr(c->pd, c->buf, XS_CBUF_LEN, IBV_ACCESS_LOCAL_WRITE);
-	if (!c->mr)
-		goto err;
-	step = "ibv_create_cq";
-	c->cq = ibv_create_cq(c->id->verbs, 2 * XS_QP_DEPTH, NULL, NULL, 0);
-	if (!c->cq)
-		goto err;
-	attr.send_cq = c->cq;
-	attr.recv_cq = c->cq;
-	step = "rdma_create_qp";
-	if (rdma_create_qp(c->id, c->pd, &attr))
-		goto err;
-	c->cap = attr.cap;
-	return 0;
-err:
-	err = errno;
-	snprintf(c->why, sizeof(c->why), "%s on %s: %s", step,
-		 ibv_get_device_name(c->id->verbs->device), strerror(err));
-	return -err;
+	rv = vt_ep_alloc(&c->ep, c->buf, XS_CBUF_LEN, 2 * XS_QP_DEPTH, &attr);
+	if (!rv)
+		c->cap = attr.cap;
+	return rv;
 }
 
 /* Channel, id, address and route, resources. */
@@ -530,16 +469,21 @@ static int client_setup(struct xs_client *c)
 {
 	int rv;
 
-	rv = vt_route_client(&c->dst, c, XS_RESOLVE_MS, XS_EVENT_MS, &c->ch,
-			     &c->id, c->why, sizeof(c->why));
+	rv = vt_ep_route(&c->ep, &c->dst, c, XS_RESOLVE_MS, XS_EVENT_MS);
 	if (rv)
 		return rv;
 	return client_alloc(c);
 }
 
-/* rdma_connect with the hello; the answering event in c->event. */
-static int client_connect_once(struct xs_client *c, int sc)
+/*
+ * rdma_connect with the hello of c->sc; the answering event in c->event.
+ * A REJECTED without private data to the run's first connection counts
+ * as refused (-ECONNREFUSED): the server may not be listening yet.
+ */
+static int client_connect_once(void *arg)
 {
+	struct xs_client *c = arg;
+	int sc = c->sc;
 	struct xs_hello hello;
 	struct rdma_conn_param param = {
 		.private_data = &hello,
@@ -555,18 +499,18 @@ static int client_connect_once(struct xs_client *c, int sc)
 	if (rv)
 		return rv;
 	make_hello(&hello, sc, sc == XS_MAX_SGE_SC ? (uint32_t)c->max_sge : 0);
-	if (rdma_connect(c->id, &param)) {
+	if (rdma_connect(c->ep.id, &param)) {
 		rv = -errno;
-		snprintf(c->why, sizeof(c->why), "rdma_connect: %s",
+		snprintf(c->ep.why, sizeof(c->ep.why), "rdma_connect: %s",
 			 strerror(errno));
 		return rv;
 	}
 	start = vt_now_ms();
-	rv = vt_cm_get(c->ch, vt_deadline_in(XS_CONNECT_MS), &ev);
+	rv = vt_cm_get(c->ep.ch, vt_deadline_in(XS_CONNECT_MS), &ev);
 	if (rv) {
-		snprintf(c->why, sizeof(c->why), "no answer to rdma_connect "
-			 "within %lld ms: %s", vt_now_ms() - start,
-			 strerror(-rv));
+		snprintf(c->ep.why, sizeof(c->ep.why), "no answer to "
+			 "rdma_connect within %lld ms: %s",
+			 vt_now_ms() - start, strerror(-rv));
 		return rv;
 	}
 	c->event = ev->event;
@@ -579,66 +523,58 @@ static int client_connect_once(struct xs_client *c, int sc)
 		memcpy(c->pdata, ev->param.conn.private_data, c->pdata_len);
 	}
 	rdma_ack_cm_event(ev);
+	if (c->first && c->event == RDMA_CM_EVENT_REJECTED && !c->pdata_len) {
+		snprintf(c->ep.why, sizeof(c->ep.why), "REJECTED, status %d",
+			 c->status);
+		return -ECONNREFUSED;
+	}
 	return 0;
 }
 
-/*
- * Connect for scenario @sc: 0 once rdma_connect was answered (c->event).
- * The first connection is retried for a few seconds while it is
- * refused without private data, in case the server is not listening yet.
- */
+/* Connect for scenario @sc: true once rdma_connect was answered. */
 static bool client_connect(struct xs_client *c, int sc, bool first)
 {
-	long long retry_end = vt_deadline_in(XS_RETRY_MS);
 	char name[64];
-	int rv;
 
 	snprintf(name, sizeof(name), "%s: connect", xs_names[sc]);
-	for (;;) {
-		rv = client_connect_once(c, sc);
-		if (!rv && (!first || c->event != RDMA_CM_EVENT_REJECTED ||
-			    c->pdata_len))
-			return true;
-		if (!rv)
-			snprintf(c->why, sizeof(c->why), "REJECTED, status %d",
-				 c->status);
-		client_close(c);
-		if (!first || rv || vt_now_ms() >= retry_end)
-			break;
-		vt_info("%s: %s; retrying", name, c->why);
-		usleep(200000);
-	}
-	vt_fail(name, "%s", c->why);
-	return false;
+	c->sc = sc;
+	c->first = first;
+	return vt_ep_connect_retry(&c->ep, name, first, XS_RETRY_MS,
+				   client_connect_once, c);
 }
 
 static int client_parse_offer(struct xs_client *c, int sc)
 {
 	struct xs_offer o;
+	int rv;
 
-	if (c->pdata_len < sizeof(o)) {
-		snprintf(c->why, sizeof(c->why), "accept private data is %u "
-			 "bytes, expected %zu", c->pdata_len, sizeof(o));
-		return -EPROTO;
-	}
-	memcpy(&o, c->pdata, sizeof(o));
-	c->peer.magic = be32toh(o.magic);
-	c->peer.scenario = be32toh(o.scenario);
+	rv = vt_take_offer(c->pdata, c->pdata_len, &o, sizeof(o), XS_MAGIC, sc,
+			   c->ep.why, sizeof(c->ep.why));
+	if (rv)
+		return rv;
 	c->peer.addr = be64toh(o.addr);
 	c->peer.rkey = be32toh(o.rkey);
 	c->peer.len = be32toh(o.len);
-	if (c->peer.magic != XS_MAGIC || c->peer.scenario != (uint32_t)sc) {
-		snprintf(c->why, sizeof(c->why), "accept private data: magic "
-			 "%#x scenario %u", c->peer.magic, c->peer.scenario);
-		return -EPROTO;
-	}
 	return 0;
+}
+
+/* The private data of the answer: @len bytes of pattern @seed. */
+static void client_check_pdata(struct xs_client *c, const char *name,
+			       unsigned int len, unsigned int seed)
+{
+	uint8_t want[XS_REJECT_LEN > XS_ACCEPT_LEN ? XS_REJECT_LEN :
+		     XS_ACCEPT_LEN];
+
+	if (c->pdata_len < len) {
+		vt_fail(name, "private_data_len %u", c->pdata_len);
+		return;
+	}
+	fill_pat(want, len, seed);
+	check_bytes(name, c->pdata, want, len);
 }
 
 static void client_reject_pdata(struct xs_client *c)
 {
-	uint8_t want[XS_REJECT_LEN];
-
 	if (c->event != RDMA_CM_EVENT_REJECTED) {
 		vt_fail("reject-pdata: client gets REJECTED",
 			"got %s, status %d",
@@ -651,29 +587,17 @@ static void client_reject_pdata(struct xs_client *c)
 		c->pdata_len);
 	vt_check(c->status < 0, "reject-pdata: REJECTED status is a negative "
 		 "errno", "status %d", c->status);
-	fill_pat(want, sizeof(want), XS_SEED_REJECT);
-	if (c->pdata_len < XS_REJECT_LEN) {
-		vt_fail("reject-pdata: client sees the 40 bytes of reject "
-			"private data", "private_data_len %u", c->pdata_len);
-		return;
-	}
-	check_bytes("reject-pdata: client sees the 40 bytes of reject "
-		    "private data", c->pdata, want, XS_REJECT_LEN);
+	client_check_pdata(c, "reject-pdata: client sees the 40 bytes of "
+			   "reject private data", XS_REJECT_LEN,
+			   XS_SEED_REJECT);
 }
 
 static void client_accept_pdata(struct xs_client *c)
 {
-	uint8_t want[XS_ACCEPT_LEN];
-
 	vt_info("accept-pdata: %u bytes of accept private data", c->pdata_len);
-	fill_pat(want, sizeof(want), XS_SEED_ACCEPT);
-	if (c->pdata_len < XS_ACCEPT_LEN) {
-		vt_fail("accept-pdata: client sees the 32 bytes of accept "
-			"private data", "private_data_len %u", c->pdata_len);
-		return;
-	}
-	check_bytes("accept-pdata: client sees the 32 bytes of accept private "
-		    "data", c->pdata, want, XS_ACCEPT_LEN);
+	client_check_pdata(c, "accept-pdata: client sees the 32 bytes of "
+			   "accept private data", XS_ACCEPT_LEN,
+			   XS_SEED_ACCEPT);
 }
 
 static void set_sge(struct ibv_sge *sge, const struct xs_client *c,
@@ -681,7 +605,26 @@ static void set_sge(struct ibv_sge *sge, const struct xs_client *c,
 {
 	sge->addr = (uintptr_t)(c->buf + off);
 	sge->length = len;
-	sge->lkey = c->mr->lkey;
+	sge->lkey = c->ep.mr->lkey;
+}
+
+/*
+ * @n signaled SENDs with wr_id 1..@n, for a scenario to change; *@sig
+ * describes the 8-byte SEND that ends a scenario's WRs.
+ */
+static void client_init_wrs(struct xs_client *c, struct ibv_send_wr *wr,
+			    int n, struct ibv_sge *sig)
+{
+	int i;
+
+	memset(wr, 0, n * sizeof(*wr));
+	for (i = 0; i < n; i++) {
+		wr[i].wr_id = i + 1;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].opcode = IBV_WR_SEND;
+	}
+	fill_pat(c->buf + XS_C_SMALL, XS_SIGNAL_LEN, XS_SEED_SIGNAL);
+	set_sge(sig, c, XS_C_SMALL, XS_SIGNAL_LEN);
 }
 
 /* Post a chain of @n WRs; a check named @what. */
@@ -694,7 +637,7 @@ static bool client_post(struct xs_client *c, int sc, struct ibv_send_wr *wr,
 
 	for (i = 0; i < n; i++)
 		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
-	rv = ibv_post_send(c->id->qp, wr, &bad);
+	rv = ibv_post_send(c->ep.id->qp, wr, &bad);
 	snprintf(name, sizeof(name), "%s: post %s", xs_names[sc], what);
 	vt_check(!rv, name, "ibv_post_send: %s (bad_wr %lld)", strerror(rv),
 		 bad ? (long long)bad->wr_id : -1LL);
@@ -714,17 +657,9 @@ static void client_zero_len(struct xs_client *c)
 	struct ibv_send_wr wr[5];
 	struct ibv_wc wc[5];
 	struct ibv_sge sge0, sig;
-	int i;
 
-	memset(wr, 0, sizeof(wr));
-	fill_pat(c->buf + XS_C_SMALL, XS_SIGNAL_LEN, XS_SEED_SIGNAL);
+	client_init_wrs(c, wr, 5, &sig);
 	set_sge(&sge0, c, XS_C_SMALL + 64, 0);
-	set_sge(&sig, c, XS_C_SMALL, XS_SIGNAL_LEN);
-	for (i = 0; i < 5; i++) {
-		wr[i].wr_id = i + 1;
-		wr[i].send_flags = IBV_SEND_SIGNALED;
-		wr[i].opcode = IBV_WR_SEND;
-	}
 	wr[1].sg_list = &sge0;
 	wr[1].num_sge = 1;
 	wr[2].opcode = IBV_WR_RDMA_WRITE;
@@ -737,8 +672,17 @@ static void client_zero_len(struct xs_client *c)
 	wr[4].num_sge = 1;
 	if (!client_post(c, XS_ZERO_LEN, wr, 5, "5 WRs"))
 		return;
-	expect_wcs(XS_ZERO_LEN, c->cq, want, 5, wc, 0);
-	expect_no_wc(XS_ZERO_LEN, "client", c->cq);
+	expect_wcs(XS_ZERO_LEN, c->ep.cq, want, 5, wc, 0);
+	expect_no_wc(XS_ZERO_LEN, "client", c->ep.cq);
+}
+
+/* A post of one WR: EINVAL, with bad_wr on it (@bad_is_wr). */
+static void check_refused(const char *name, int rv, bool bad_is_wr,
+			  bool bad_set)
+{
+	vt_check(rv == EINVAL && bad_is_wr, name, "returned %d (%s), bad_wr %s",
+		 rv, strerror(rv), bad_is_wr ? "the WR" :
+		 bad_set ? "another WR" : "NULL");
 }
 
 /* A SEND and a receive with one SGE too many must not post. */
@@ -756,19 +700,15 @@ static void client_too_many_sges(struct xs_client *c)
 	swr.num_sge = n;
 	swr.opcode = IBV_WR_SEND;
 	swr.send_flags = IBV_SEND_SIGNALED;
-	rv = ibv_post_send(c->id->qp, &swr, &sbad);
-	vt_check(rv == EINVAL && sbad == &swr, "max-sge: SEND with "
-		 "max_send_sge + 1 SGEs fails with EINVAL", "ibv_post_send "
-		 "returned %d (%s), bad_wr %s", rv, strerror(rv),
-		 sbad == &swr ? "the WR" : sbad ? "another WR" : "NULL");
+	rv = ibv_post_send(c->ep.id->qp, &swr, &sbad);
+	check_refused("max-sge: SEND with max_send_sge + 1 SGEs fails with "
+		      "EINVAL", rv, sbad == &swr, sbad != NULL);
 	rwr.wr_id = 98;
 	rwr.sg_list = sge;
 	rwr.num_sge = n;
-	rv = ibv_post_recv(c->id->qp, &rwr, &rbad);
-	vt_check(rv == EINVAL && rbad == &rwr, "max-sge: receive with "
-		 "max_recv_sge + 1 SGEs fails with EINVAL", "ibv_post_recv "
-		 "returned %d (%s), bad_wr %s", rv, strerror(rv),
-		 rbad == &rwr ? "the WR" : rbad ? "another WR" : "NULL");
+	rv = ibv_post_recv(c->ep.id->qp, &rwr, &rbad);
+	check_refused("max-sge: receive with max_recv_sge + 1 SGEs fails "
+		      "with EINVAL", rv, rbad == &rwr, rbad != NULL);
 }
 
 static void client_max_sge(struct xs_client *c)
@@ -798,13 +738,8 @@ static void client_max_sge(struct xs_client *c)
 			c->buf[send_off(i) + b] = msg_byte(k++);
 		set_sge(&sge[i], c, send_off(i), send_len(i));
 	}
-	fill_pat(c->buf + XS_C_SMALL, XS_SIGNAL_LEN, XS_SEED_SIGNAL);
-	set_sge(&sig, c, XS_C_SMALL, XS_SIGNAL_LEN);
-	memset(wr, 0, sizeof(wr));
-	for (i = 0; i < 3; i++) {
-		wr[i].wr_id = i + 1;
-		wr[i].send_flags = IBV_SEND_SIGNALED;
-		wr[i].opcode = IBV_WR_SEND;
+	client_init_wrs(c, wr, 3, &sig);
+	for (i = 0; i < 2; i++) {
 		wr[i].sg_list = sge;
 		wr[i].num_sge = n;
 	}
@@ -815,13 +750,13 @@ static void client_max_sge(struct xs_client *c)
 	wr[2].num_sge = 1;
 	if (!client_post(c, XS_MAX_SGE_SC, wr, 3, "SEND, WRITE, SEND"))
 		return;
-	if (expect_wcs(XS_MAX_SGE_SC, c->cq, want, 3, wc, 0))
+	if (expect_wcs(XS_MAX_SGE_SC, c->ep.cq, want, 3, wc, 0))
 		client_too_many_sges(c);
 	else
 		vt_fail("max-sge: max_sge + 1 SGEs",
 			"not tried: the WRs before "
 			"did not all complete");
-	expect_no_wc(XS_MAX_SGE_SC, "client", c->cq);
+	expect_no_wc(XS_MAX_SGE_SC, "client", c->ep.cq);
 }
 
 static void client_inline(struct xs_client *c)
@@ -873,8 +808,8 @@ static void client_inline(struct xs_client *c)
 	memset(one, 0, XS_INLINE_LEN);
 	memset(two, 0, XS_INLINE_LEN);
 	memset(three, 0, XS_INLINE_LEN);
-	expect_wcs(XS_INLINE, c->cq, want, 2, wc, 0);
-	expect_no_wc(XS_INLINE, "client", c->cq);
+	expect_wcs(XS_INLINE, c->ep.cq, want, 2, wc, 0);
+	expect_no_wc(XS_INLINE, "client", c->ep.cq);
 out:
 	free(one);
 	free(two);
@@ -906,13 +841,13 @@ static void client_solicited(struct xs_client *c)
 	wr[1].send_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
 	wr[1].sg_list = &sge[1];
 	if (!client_post(c, XS_SOLICITED, &wr[0], 1, "unsolicited SEND") ||
-	    !expect_wcs(XS_SOLICITED, c->cq, &want[0], 1, wc, 0))
+	    !expect_wcs(XS_SOLICITED, c->ep.cq, &want[0], 1, wc, 0))
 		return;
 	usleep(XS_SOLICIT_GAP_MS * 1000);
 	if (!client_post(c, XS_SOLICITED, &wr[1], 1, "solicited SEND"))
 		return;
-	expect_wcs(XS_SOLICITED, c->cq, &want[1], 1, wc, 0);
-	expect_no_wc(XS_SOLICITED, "client", c->cq);
+	expect_wcs(XS_SOLICITED, c->ep.cq, &want[1], 1, wc, 0);
+	expect_no_wc(XS_SOLICITED, "client", c->ep.cq);
 }
 
 /* The aligned and the gathered 64 KiB message in the client's buffer. */
@@ -966,14 +901,7 @@ static void client_bulk(struct xs_client *c)
 		return;
 	}
 	client_bulk_fill(c, &one, six);
-	fill_pat(c->buf + XS_C_SMALL, XS_SIGNAL_LEN, XS_SEED_SIGNAL);
-	set_sge(&sig, c, XS_C_SMALL, XS_SIGNAL_LEN);
-	memset(wr, 0, sizeof(wr));
-	for (i = 0; i < 7; i++) {
-		wr[i].wr_id = i + 1;
-		wr[i].send_flags = IBV_SEND_SIGNALED;
-		wr[i].opcode = IBV_WR_SEND;
-	}
+	client_init_wrs(c, wr, 7, &sig);
 	wr[0].sg_list = &one;
 	wr[0].num_sge = 1;
 	wr[1].sg_list = six;
@@ -996,7 +924,7 @@ static void client_bulk(struct xs_client *c)
 		vt_fail("bulk: setup", "max_send_sge %u < %d",
 			c->cap.max_send_sge, XS_B_SGES);
 	} else if (client_post(c, XS_BULK, wr, 7, "SENDs, WRITEs, READs") &&
-		   expect_wcs(XS_BULK, c->cq, want, 7, wc, 0)) {
+		   expect_wcs(XS_BULK, c->ep.cq, want, 7, wc, 0)) {
 		fill_bulk(want_rd, XS_BULK_LEN, XS_SEED_BULK_READ, 0);
 		check_bytes("bulk: aligned READ sink holds the source",
 			    c->buf + XS_C_B_READ1, want_rd, XS_BULK_LEN);
@@ -1005,7 +933,7 @@ static void client_bulk(struct xs_client *c)
 		check_bytes("bulk: unaligned READ sink holds the source",
 			    c->buf + XS_C_B_READ2, want_rd, XS_BULK_LEN);
 	}
-	expect_no_wc(XS_BULK, "client", c->cq);
+	expect_no_wc(XS_BULK, "client", c->ep.cq);
 	free(want_rd);
 }
 
@@ -1016,14 +944,14 @@ static void client_wait_disconnected(struct xs_client *c, int sc)
 	int rv;
 
 	snprintf(name, sizeof(name), "%s: client DISCONNECTED", xs_names[sc]);
-	if (rdma_disconnect(c->id)) {
+	if (rdma_disconnect(c->ep.id)) {
 		vt_fail(name, "rdma_disconnect: %s", strerror(errno));
 		return;
 	}
-	rv = vt_cm_expect(c->ch, RDMA_CM_EVENT_DISCONNECTED, XS_DISC_MS, &ev,
-			  c->why, sizeof(c->why));
+	rv = vt_cm_expect(c->ep.ch, RDMA_CM_EVENT_DISCONNECTED, XS_DISC_MS, &ev,
+			  c->ep.why, sizeof(c->ep.why));
 	if (rv) {
-		vt_fail(name, "%s", c->why);
+		vt_fail(name, "%s", c->ep.why);
 		return;
 	}
 	rdma_ack_cm_event(ev);
@@ -1040,21 +968,21 @@ static void client_scenario(struct xs_client *c, int sc, bool first)
 		return;
 	if (sc == XS_REJECT_PDATA) {
 		client_reject_pdata(c);
-		client_close(c);
+		vt_ep_close(&c->ep);
 		return;
 	}
 	snprintf(name, sizeof(name), "%s: client ESTABLISHED", xs_names[sc]);
 	if (c->event != RDMA_CM_EVENT_ESTABLISHED) {
 		vt_fail(name, "got %s, status %d", rdma_event_str(c->event),
 			c->status);
-		client_close(c);
+		vt_ep_close(&c->ep);
 		return;
 	}
 	vt_pass("%s", name);
 	if (sc == XS_ACCEPT_PDATA) {
 		client_accept_pdata(c);
 	} else if (client_parse_offer(c, sc)) {
-		vt_fail(name, "%s", c->why);
+		vt_fail(name, "%s", c->ep.why);
 	} else {
 		switch (sc) {
 		case XS_ZERO_LEN:
@@ -1075,7 +1003,7 @@ static void client_scenario(struct xs_client *c, int sc, bool first)
 		}
 	}
 	client_wait_disconnected(c, sc);
-	client_close(c);
+	vt_ep_close(&c->ep);
 }
 
 static int run_client(const char *host, const char *port)
@@ -1105,10 +1033,7 @@ static int run_client(const char *host, const char *port)
 /* ---- server -------------------------------------------------------------- */
 
 struct xs_server {
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *listen;
-	struct ibv_context *verbs;
-	struct ibv_pd *pd;
+	struct vt_server srv;
 	struct ibv_mr *mr;
 	uint8_t *buf;
 	uint8_t *want;			/* what buf should hold */
@@ -1118,12 +1043,9 @@ struct xs_server {
 };
 
 struct xs_conn {
-	struct rdma_cm_id *id;
-	struct ibv_comp_channel *cc;
-	struct ibv_cq *cq;
+	struct vt_ep ep;
 	int sc;
 	uint32_t arg;
-	char why[256];
 };
 
 static int server_listen(struct xs_server *s, const char *host,
@@ -1132,17 +1054,15 @@ static int server_listen(struct xs_server *s, const char *host,
 	struct ibv_device_attr dattr;
 	int rv;
 
-	if (vt_bind_listener(host, port, &s->ch, &s->listen))
+	if (vt_server_open(&s->srv, host, port))
 		return -1;
-	s->verbs = s->listen->verbs;
-	rv = ibv_query_device(s->verbs, &dattr);
+	rv = ibv_query_device(s->srv.verbs, &dattr);
 	if (rv) {
 		vt_fail("setup", "ibv_query_device: %s", strerror(rv));
 		return -1;
 	}
 	s->max_sge = dattr.max_sge;
-	vt_info("server on %s port %s, device %s, max_sge %d", host, port,
-		ibv_get_device_name(s->verbs->device), s->max_sge);
+	vt_info("max_sge %d", s->max_sge);
 	if (s->max_sge < 1 || s->max_sge > XS_MAX_SGE) {
 		vt_fail("setup", "device max_sge %d outside 1..%d", s->max_sge,
 			XS_MAX_SGE);
@@ -1154,24 +1074,14 @@ static int server_listen(struct xs_server *s, const char *host,
 		vt_fail("setup", "out of memory");
 		return -1;
 	}
-	s->pd = ibv_alloc_pd(s->verbs);
-	if (!s->pd) {
-		vt_fail("setup", "ibv_alloc_pd: %s", strerror(errno));
-		return -1;
-	}
-	s->mr = ibv_reg_mr(s->pd, s->buf, XS_SBUF_LEN,
+	s->mr = ibv_reg_mr(s->srv.pd, s->buf, XS_SBUF_LEN,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			   IBV_ACCESS_REMOTE_READ);
 	if (!s->mr) {
 		vt_fail("setup", "ibv_reg_mr: %s", strerror(errno));
 		return -1;
 	}
-	if (rdma_listen(s->listen, 4)) {
-		vt_fail("setup", "rdma_listen: %s", strerror(errno));
-		return -1;
-	}
-	vt_info("listening");
-	return 0;
+	return vt_server_listen(&s->srv, 4);
 }
 
 static void server_close(struct xs_server *s)
@@ -1185,12 +1095,7 @@ static void server_close(struct xs_server *s)
 	}
 	if (s->mr)
 		ibv_dereg_mr(s->mr);
-	if (s->pd)
-		ibv_dealloc_pd(s->pd);
-	if (s->listen)
-		rdma_destroy_id(s->listen);
-	if (s->ch)
-		rdma_destroy_event_channel(s->ch);
+	vt_server_close(&s->srv);
 	free(s->buf);
 	free(s->want);
 }
@@ -1200,25 +1105,10 @@ static uint8_t *slot(uint8_t *base, int k)
 	return base + XS_S_SLOTS + k * XS_SLOT_GAP;
 }
 
-static void conn_free(struct xs_conn *conn)
-{
-	if (conn->id && conn->id->qp)
-		rdma_destroy_qp(conn->id);
-	if (conn->cq)
-		ibv_destroy_cq(conn->cq);
-	if (conn->cc)
-		ibv_destroy_comp_channel(conn->cc);
-	if (conn->id)
-		rdma_destroy_id(conn->id);
-	conn->id = NULL;
-	conn->cq = NULL;
-	conn->cc = NULL;
-}
-
 /*
  * The next event of @conn must be @want.  A CONNECT_REQUEST that comes
  * meanwhile (the client may be faster than this server) is kept for
- * later.  0, or -errno with a description in conn->why.
+ * later.  0, or -errno with a description in conn->ep.why.
  */
 static int server_wait_conn(struct xs_server *s, struct xs_conn *conn,
 			    enum rdma_cm_event_type want, int ms)
@@ -1228,27 +1118,29 @@ static int server_wait_conn(struct xs_server *s, struct xs_conn *conn,
 	int rv;
 
 	for (;;) {
-		rv = vt_cm_get(s->ch, deadline, &ev);
+		rv = vt_cm_get(s->srv.ch, deadline, &ev);
 		if (rv) {
-			snprintf(conn->why, sizeof(conn->why), "no %s within "
-				 "%lld ms: %s", rdma_event_str(want),
-				 vt_now_ms() - start, strerror(-rv));
+			snprintf(conn->ep.why, sizeof(conn->ep.why),
+				 "no %s within %lld ms: %s",
+				 rdma_event_str(want), vt_now_ms() - start,
+				 strerror(-rv));
 			return rv;
 		}
 		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && !s->pending) {
 			s->pending = ev;
 			continue;
 		}
-		if (ev->id == conn->id) {
+		if (ev->id == conn->ep.id) {
 			enum rdma_cm_event_type type = ev->event;
 			int status = ev->status;
 
 			rdma_ack_cm_event(ev);
 			if (type == want)
 				return 0;
-			snprintf(conn->why, sizeof(conn->why), "got %s (status "
-				 "%d), expected %s", rdma_event_str(type),
-				 status, rdma_event_str(want));
+			snprintf(conn->ep.why, sizeof(conn->ep.why),
+				 "got %s (status %d), expected %s",
+				 rdma_event_str(type), status,
+				 rdma_event_str(want));
 			return -EPROTO;
 		}
 		vt_info("server %s: ignoring %s", xs_names[conn->sc],
@@ -1268,15 +1160,12 @@ static int server_wait_conn(struct xs_server *s, struct xs_conn *conn,
 static int post_recv(struct xs_conn *conn, uint64_t wr_id,
 		     struct ibv_sge *sge, int n)
 {
-	struct ibv_recv_wr wr = {
-		.wr_id = wr_id, .sg_list = sge, .num_sge = n,
-	}, *bad;
-	int rv = ibv_post_recv(conn->id->qp, &wr, &bad);
+	int rv = vt_post_recv(conn->ep.id->qp, wr_id, sge, n);
 
 	if (rv)
-		snprintf(conn->why, sizeof(conn->why), "ibv_post_recv wr_id "
-			 "%llu, %d SGEs: %s", (unsigned long long)wr_id, n,
-			 strerror(rv));
+		snprintf(conn->ep.why, sizeof(conn->ep.why), "ibv_post_recv "
+			 "wr_id %llu, %d SGEs: %s", (unsigned long long)wr_id,
+			 n, strerror(rv));
 	return rv;
 }
 
@@ -1386,29 +1275,22 @@ static int server_accept(struct xs_server *s, struct xs_conn *conn)
 	}
 	if (conn->sc == XS_SOLICITED) {
 		step = "ibv_create_comp_channel";
-		conn->cc = ibv_create_comp_channel(s->verbs);
-		if (!conn->cc)
+		conn->ep.cc = ibv_create_comp_channel(s->srv.verbs);
+		if (!conn->ep.cc)
 			goto err;
-		rv = vt_set_nonblock(conn->cc->fd);
+		rv = vt_set_nonblock(conn->ep.cc->fd);
 		if (rv) {
 			errno = -rv;
 			goto err;
 		}
 	}
-	step = "ibv_create_cq";
-	conn->cq = ibv_create_cq(s->verbs, 16, NULL, conn->cc, 0);
-	if (!conn->cq)
-		goto err;
-	attr.send_cq = conn->cq;
-	attr.recv_cq = conn->cq;
-	step = "rdma_create_qp";
-	if (rdma_create_qp(conn->id, s->pd, &attr))
-		goto err;
+	if (vt_ep_qp(&conn->ep, s->srv.pd, 16, &attr))
+		return -1;
 	if (server_post_recvs(s, conn))
 		return -1;
 	if (conn->sc == XS_SOLICITED) {
 		step = "ibv_req_notify_cq(solicited_only)";
-		rv = ibv_req_notify_cq(conn->cq, 1);
+		rv = ibv_req_notify_cq(conn->ep.cq, 1);
 		if (rv) {
 			errno = rv;
 			goto err;
@@ -1420,11 +1302,11 @@ static int server_accept(struct xs_server *s, struct xs_conn *conn)
 		param.private_data_len = sizeof(accept_pat);
 	}
 	step = "rdma_accept";
-	if (rdma_accept(conn->id, &param))
+	if (rdma_accept(conn->ep.id, &param))
 		goto err;
 	return 0;
 err:
-	snprintf(conn->why, sizeof(conn->why), "%s: %s", step,
+	snprintf(conn->ep.why, sizeof(conn->ep.why), "%s: %s", step,
 		 strerror(errno));
 	return -1;
 }
@@ -1439,6 +1321,15 @@ static void server_check_region(struct xs_server *s, int sc, const char *what,
 	check_bytes(name, s->buf + off, s->want + off, len);
 }
 
+/* Receive slot @k holds @len bytes of pattern @seed and nothing else. */
+static void server_check_slot(struct xs_server *s, int sc, const char *what,
+			      int k, size_t len, unsigned int seed)
+{
+	fill_pat(slot(s->want, k), len, seed);
+	server_check_region(s, sc, what, slot(s->buf, k) - s->buf,
+			    XS_SLOT_LEN);
+}
+
 static void server_zero_len(struct xs_server *s, struct xs_conn *conn)
 {
 	static const struct xs_want want[] = {
@@ -1451,16 +1342,15 @@ static void server_zero_len(struct xs_server *s, struct xs_conn *conn)
 	};
 	struct ibv_wc wc[3];
 
-	if (!expect_wcs(XS_ZERO_LEN, conn->cq, want, 3, wc, 0))
+	if (!expect_wcs(XS_ZERO_LEN, conn->ep.cq, want, 3, wc, 0))
 		return;
-	fill_pat(slot(s->want, 1), XS_SIGNAL_LEN, XS_SEED_SIGNAL);
 	server_check_region(s, XS_ZERO_LEN, "slot of the 0-byte SEND "
 			    "unchanged", XS_S_SLOTS, XS_SLOT_LEN);
-	server_check_region(s, XS_ZERO_LEN, "slot of the 8-byte SEND holds "
-			    "it", slot(s->buf, 1) - s->buf, XS_SLOT_LEN);
+	server_check_slot(s, XS_ZERO_LEN, "slot of the 8-byte SEND holds it",
+			  1, XS_SIGNAL_LEN, XS_SEED_SIGNAL);
 	server_check_region(s, XS_ZERO_LEN, "WRITE target unchanged by the "
 			    "0-byte WRITEs", XS_S_TARGET, XS_S_TARGET_LEN);
-	expect_no_wc(XS_ZERO_LEN, "server", conn->cq);
+	expect_no_wc(XS_ZERO_LEN, "server", conn->ep.cq);
 }
 
 static void server_max_sge(struct xs_server *s, struct xs_conn *conn)
@@ -1475,7 +1365,7 @@ static void server_max_sge(struct xs_server *s, struct xs_conn *conn)
 	};
 	struct ibv_wc wc[2];
 
-	if (!expect_wcs(XS_MAX_SGE_SC, conn->cq, want, 2, wc, 0))
+	if (!expect_wcs(XS_MAX_SGE_SC, conn->ep.cq, want, 2, wc, 0))
 		return;
 	/* The message scattered over the m slices, then the fill. */
 	for (j = 0; j < m; j++)
@@ -1489,10 +1379,9 @@ static void server_max_sge(struct xs_server *s, struct xs_conn *conn)
 	server_check_region(s, XS_MAX_SGE_SC, "WRITE target holds the "
 			    "gathered message, nothing around it",
 			    XS_S_TARGET, XS_S_TARGET_LEN);
-	fill_pat(slot(s->want, 0), XS_SIGNAL_LEN, XS_SEED_SIGNAL);
-	server_check_region(s, XS_MAX_SGE_SC, "slot of the 8-byte SEND holds "
-			    "it", XS_S_SLOTS, XS_SLOT_LEN);
-	expect_no_wc(XS_MAX_SGE_SC, "server", conn->cq);
+	server_check_slot(s, XS_MAX_SGE_SC, "slot of the 8-byte SEND holds it",
+			  0, XS_SIGNAL_LEN, XS_SEED_SIGNAL);
+	expect_no_wc(XS_MAX_SGE_SC, "server", conn->ep.cq);
 }
 
 static void server_inline(struct xs_server *s, struct xs_conn *conn)
@@ -1505,15 +1394,13 @@ static void server_inline(struct xs_server *s, struct xs_conn *conn)
 	};
 	struct ibv_wc wc[2];
 
-	if (!expect_wcs(XS_INLINE, conn->cq, want, 2, wc, 0))
+	if (!expect_wcs(XS_INLINE, conn->ep.cq, want, 2, wc, 0))
 		return;
-	fill_pat(slot(s->want, 0), XS_INLINE_LEN, XS_SEED_INLINE1);
-	fill_pat(slot(s->want, 1), XS_INLINE_LEN, XS_SEED_INLINE2);
-	server_check_region(s, XS_INLINE, "one-SGE inline data arrived",
-			    XS_S_SLOTS, XS_SLOT_LEN);
-	server_check_region(s, XS_INLINE, "two-SGE inline data arrived",
-			    slot(s->buf, 1) - s->buf, XS_SLOT_LEN);
-	expect_no_wc(XS_INLINE, "server", conn->cq);
+	server_check_slot(s, XS_INLINE, "one-SGE inline data arrived", 0,
+			  XS_INLINE_LEN, XS_SEED_INLINE1);
+	server_check_slot(s, XS_INLINE, "two-SGE inline data arrived", 1,
+			  XS_INLINE_LEN, XS_SEED_INLINE2);
+	expect_no_wc(XS_INLINE, "server", conn->ep.cq);
 }
 
 static void server_bulk(struct xs_server *s, struct xs_conn *conn)
@@ -1529,7 +1416,7 @@ static void server_bulk(struct xs_server *s, struct xs_conn *conn)
 	uint8_t *t = s->want + XS_B_TARGET;
 	struct ibv_wc wc[3];
 
-	if (!expect_wcs(XS_BULK, conn->cq, want, 3, wc, 0))
+	if (!expect_wcs(XS_BULK, conn->ep.cq, want, 3, wc, 0))
 		return;
 	fill_bulk(s->want + XS_B_RECV1, XS_BULK_LEN, XS_SEED_BULK1, 0);
 	fill_bulk(s->want + XS_B_RECV2, XS_B_RECV2_A, XS_SEED_BULK2, 0);
@@ -1540,34 +1427,9 @@ static void server_bulk(struct xs_server *s, struct xs_conn *conn)
 	server_check_region(s, XS_BULK, "receives, WRITE targets and READ "
 			    "source hold exactly what was sent", XS_B_BASE,
 			    XS_SBUF_LEN - XS_B_BASE);
-	fill_pat(slot(s->want, 0), XS_SIGNAL_LEN, XS_SEED_SIGNAL);
-	server_check_region(s, XS_BULK, "slot of the 8-byte SEND holds it",
-			    XS_S_SLOTS, XS_SLOT_LEN);
-	expect_no_wc(XS_BULK, "server", conn->cq);
-}
-
-/* Wait for a completion event on conn->cc until @deadline; 0 or -errno. */
-static int wait_cq_event(struct xs_conn *conn, long long deadline)
-{
-	struct ibv_cq *ev_cq;
-	void *ev_ctx;
-
-	for (;;) {
-		struct pollfd pfd = { .fd = conn->cc->fd, .events = POLLIN };
-		int ms;
-
-		if (!ibv_get_cq_event(conn->cc, &ev_cq, &ev_ctx)) {
-			ibv_ack_cq_events(ev_cq, 1);
-			return ev_cq == conn->cq ? 0 : -EPROTO;
-		}
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			return -errno;
-		ms = vt_ms_left(deadline);
-		if (!ms)
-			return -ETIMEDOUT;
-		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
-			return -errno;
-	}
+	server_check_slot(s, XS_BULK, "slot of the 8-byte SEND holds it", 0,
+			  XS_SIGNAL_LEN, XS_SEED_SIGNAL);
+	expect_no_wc(XS_BULK, "server", conn->ep.cq);
 }
 
 static void server_solicited(struct xs_server *s, struct xs_conn *conn)
@@ -1582,34 +1444,34 @@ static void server_solicited(struct xs_server *s, struct xs_conn *conn)
 	struct ibv_wc wc[2];
 	int got, rv;
 
-	rv = wait_cq_event(conn, vt_deadline_in(XS_CQ_MS));
+	rv = vt_wait_cq_event(conn->ep.cc, conn->ep.cq,
+			      vt_deadline_in(XS_CQ_MS));
 	vt_check(!rv, "solicited: server completion channel delivers an event",
 		 "none within %lld ms: %s", vt_now_ms() - start, strerror(-rv));
 	if (rv)
 		return;
 	vt_info("solicited: event after %lld ms", vt_now_ms() - start);
-	got = ibv_poll_cq(conn->cq, 2, wc);
+	got = ibv_poll_cq(conn->ep.cq, 2, wc);
 	vt_check(got == 2,
 		 "solicited: both receives are in the CQ at the event",
 		 "ibv_poll_cq right after the event returned %d", got);
 	if (got < 0)
 		got = 0;
-	if (!expect_wcs(XS_SOLICITED, conn->cq, want, 2, wc, got))
+	if (!expect_wcs(XS_SOLICITED, conn->ep.cq, want, 2, wc, got))
 		return;
-	fill_pat(slot(s->want, 0), XS_SOLICIT_LEN, XS_SEED_UNSOL);
-	fill_pat(slot(s->want, 1), XS_SOLICIT_LEN, XS_SEED_SOL);
-	server_check_region(s, XS_SOLICITED, "unsolicited SEND's data arrived",
-			    XS_S_SLOTS, XS_SLOT_LEN);
-	server_check_region(s, XS_SOLICITED, "solicited SEND's data arrived",
-			    slot(s->buf, 1) - s->buf, XS_SLOT_LEN);
+	server_check_slot(s, XS_SOLICITED, "unsolicited SEND's data arrived",
+			  0, XS_SOLICIT_LEN, XS_SEED_UNSOL);
+	server_check_slot(s, XS_SOLICITED, "solicited SEND's data arrived", 1,
+			  XS_SOLICIT_LEN, XS_SEED_SOL);
 	/* Nothing more is sent: a new arm must stay quiet. */
-	rv = ibv_req_notify_cq(conn->cq, 1);
+	rv = ibv_req_notify_cq(conn->ep.cq, 1);
 	if (rv) {
 		vt_fail("solicited: re-arm", "ibv_req_notify_cq: %s",
 			strerror(rv));
 		return;
 	}
-	rv = wait_cq_event(conn, vt_deadline_in(XS_NO_EVENT_MS));
+	rv = vt_wait_cq_event(conn->ep.cc, conn->ep.cq,
+			      vt_deadline_in(XS_NO_EVENT_MS));
 	vt_check(rv == -ETIMEDOUT, "solicited: no event after re-arming with "
 		 "nothing new", "%s", rv ? strerror(-rv) : "an event came");
 }
@@ -1631,16 +1493,16 @@ static void server_conn(struct xs_server *s, struct xs_conn *conn)
 	}
 	snprintf(name, sizeof(name), "%s: server accept", xs_names[sc]);
 	if (server_accept(s, conn)) {
-		vt_fail(name, "%s", conn->why);
-		rdma_reject(conn->id, NULL, 0);
-		conn_free(conn);
+		vt_fail(name, "%s", conn->ep.why);
+		rdma_reject(conn->ep.id, NULL, 0);
+		vt_ep_close(&conn->ep);
 		return;
 	}
 	snprintf(name, sizeof(name), "%s: server ESTABLISHED", xs_names[sc]);
 	if (server_wait_conn(s, conn, RDMA_CM_EVENT_ESTABLISHED,
 			     XS_CONNECT_MS)) {
-		vt_fail(name, "%s", conn->why);
-		conn_free(conn);
+		vt_fail(name, "%s", conn->ep.why);
+		vt_ep_close(&conn->ep);
 		return;
 	}
 	vt_pass("%s", name);
@@ -1664,17 +1526,17 @@ static void server_conn(struct xs_server *s, struct xs_conn *conn)
 	snprintf(name, sizeof(name), "%s: server DISCONNECTED", xs_names[sc]);
 	if (server_wait_conn(s, conn, RDMA_CM_EVENT_DISCONNECTED,
 			     XS_DISC_MS)) {
-		vt_fail(name, "%s", conn->why);
-		rdma_disconnect(conn->id);
+		vt_fail(name, "%s", conn->ep.why);
+		rdma_disconnect(conn->ep.id);
 	} else {
 		vt_pass("%s", name);
 	}
-	conn_free(conn);
+	vt_ep_close(&conn->ep);
 }
 
 static void server_request(struct xs_server *s, struct rdma_cm_event *ev)
 {
-	struct xs_conn conn = { .id = ev->id };
+	struct xs_conn conn = { .ep.id = ev->id };
 	const struct rdma_conn_param *p = &ev->param.conn;
 	struct xs_hello got, want;
 	uint8_t rej[XS_REJECT_LEN];
@@ -1695,14 +1557,14 @@ static void server_request(struct xs_server *s, struct rdma_cm_event *ev)
 	    sc >= XS_NUM_SCENARIOS || s->done[sc] ||
 	    (sc == XS_MAX_SGE_SC && (conn.arg < 1 ||
 				     conn.arg > XS_MAX_SGE)) ||
-	    conn.id->verbs != s->verbs) {
+	    conn.ep.id->verbs != s->srv.verbs) {
 		vt_fail("server connect request",
 			"rejected: %u bytes, magic %#x "
 			"scenario %d arg %u%s", len, be32toh(got.magic), sc,
-			conn.arg, conn.id->verbs != s->verbs ?
+			conn.arg, conn.ep.id->verbs != s->srv.verbs ?
 			" on another device" : "");
-		rdma_reject(conn.id, NULL, 0);
-		rdma_destroy_id(conn.id);
+		rdma_reject(conn.ep.id, NULL, 0);
+		rdma_destroy_id(conn.ep.id);
 		return;
 	}
 	conn.sc = sc;
@@ -1717,23 +1579,13 @@ static void server_request(struct xs_server *s, struct rdma_cm_event *ev)
 			    XS_HELLO_LEN);
 	if (sc == XS_REJECT_PDATA) {
 		fill_pat(rej, sizeof(rej), XS_SEED_REJECT);
-		vt_check(!rdma_reject(conn.id, rej, sizeof(rej)),
+		vt_check(!rdma_reject(conn.ep.id, rej, sizeof(rej)),
 			 "reject-pdata: server rdma_reject with 40 bytes",
 			 "%s", strerror(errno));
-		rdma_destroy_id(conn.id);
+		rdma_destroy_id(conn.ep.id);
 		return;
 	}
 	server_conn(s, &conn);
-}
-
-static bool server_all_done(const struct xs_server *s)
-{
-	int i;
-
-	for (i = 0; i < XS_NUM_SCENARIOS; i++)
-		if (!s->done[i])
-			return false;
-	return true;
 }
 
 static void server_loop(struct xs_server *s)
@@ -1741,31 +1593,20 @@ static void server_loop(struct xs_server *s)
 	struct rdma_cm_event *ev;
 	int i, rv;
 
-	while (!server_all_done(s) && vt_ms_left(vt_run_deadline)) {
+	while (!vt_all_set(s->done, XS_NUM_SCENARIOS) &&
+	       vt_ms_left(vt_run_deadline)) {
 		if (s->pending) {
 			ev = s->pending;
 			s->pending = NULL;
 		} else {
-			rv = vt_cm_get(s->ch, vt_run_deadline, &ev);
-			if (rv == -ETIMEDOUT)
+			rv = vt_server_event(s->srv.ch, vt_run_deadline, &ev);
+			if (rv)
 				break;
-			if (rv) {
-				vt_fail("server events",
-					"rdma_get_cm_event: %s",
-					strerror(-rv));
-				break;
-			}
 		}
-		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 			server_request(s, ev);
-		} else {
-			enum rdma_cm_event_type type = ev->event;
-
-			vt_info("server: ignoring %s", rdma_event_str(type));
-			rdma_ack_cm_event(ev);
-			if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
-				break;
-		}
+		else if (vt_stray_event(ev, false))
+			break;
 	}
 	for (i = 0; i < XS_NUM_SCENARIOS; i++)
 		if (!s->done[i])
@@ -1773,27 +1614,9 @@ static void server_loop(struct xs_server *s)
 				xs_names[i]);
 }
 
-static int run_server(const char *host, const char *port)
-{
-	struct xs_server s = { 0 };
-
-	if (!server_listen(&s, host, port))
-		server_loop(&s);
-	server_close(&s);
-	return 0;
-}
+VT_RUN_SERVER(struct xs_server, server_listen, server_loop, server_close);
 
 /* ---- main ---------------------------------------------------------------- */
 
-int main(int argc, char **argv)
-{
-	static const struct vt_prog prog = {
-		.port = XS_DEFAULT_PORT,
-		.client_secs = XS_CLIENT_SECS,
-		.server_secs = XS_SERVER_SECS,
-		.run_client = run_client,
-		.run_server = run_server,
-	};
-
-	return vt_main(argc, argv, &prog);
-}
+VT_MAIN(XS_DEFAULT_PORT, XS_CLIENT_SECS, XS_SERVER_SECS, run_client,
+	run_server);

@@ -68,24 +68,9 @@ struct opts {
 
 struct res {
 	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
-	struct ibv_qp *qp;
+	struct vt_ep ep;	/* no rdma_cm id: PD, CQ, MR and QP */
 	char *buf;
 };
-
-static int open_dev(const char *name, struct res *r)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	int i;
-
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			r->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return r->ctx ? 0 : -1;
-}
 
 static int setup(const struct opts *o, struct res *r)
 {
@@ -96,31 +81,25 @@ static int setup(const struct opts *o, struct res *r)
 		.sq_sig_all = 1,
 	};
 
-	if (open_dev(o->dev, r))
+	r->ctx = vt_open_device(o->dev);
+	if (!r->ctx)
 		return -1;
 	r->buf = calloc(1, BUF_SIZE);
-	r->pd = ibv_alloc_pd(r->ctx);
-	r->cq = r->pd ? ibv_create_cq(r->ctx, 16, NULL, NULL, 0) : NULL;
-	r->mr = r->cq ? ibv_reg_mr(r->pd, r->buf, BUF_SIZE,
-				   IBV_ACCESS_LOCAL_WRITE) : NULL;
-	if (!r->buf || !r->mr)
+	r->ep.pd = ibv_alloc_pd(r->ctx);
+	r->ep.cq = r->ep.pd ? ibv_create_cq(r->ctx, 16, NULL, NULL, 0) : NULL;
+	r->ep.mr = r->ep.cq ? ibv_reg_mr(r->ep.pd, r->buf, BUF_SIZE,
+					 IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!r->buf || !r->ep.mr)
 		return -1;
-	init.send_cq = r->cq;
-	init.recv_cq = r->cq;
-	r->qp = ibv_create_qp(r->pd, &init);
-	return r->qp ? 0 : -1;
+	init.send_cq = r->ep.cq;
+	init.recv_cq = r->ep.cq;
+	r->ep.qp = ibv_create_qp(r->ep.pd, &init);
+	return r->ep.qp ? 0 : -1;
 }
 
 static void teardown(struct res *r)
 {
-	if (r->qp)
-		ibv_destroy_qp(r->qp);
-	if (r->mr)
-		ibv_dereg_mr(r->mr);
-	if (r->cq)
-		ibv_destroy_cq(r->cq);
-	if (r->pd)
-		ibv_dealloc_pd(r->pd);
+	vt_ep_close(&r->ep);
 	if (r->ctx)
 		ibv_close_device(r->ctx);
 	free(r->buf);
@@ -129,23 +108,23 @@ static void teardown(struct res *r)
 static int post_recv(struct res *r, uint64_t id)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)r->buf, .length = 64,
-			       .lkey = r->mr->lkey };
+			       .lkey = r->ep.mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
 
-	return ibv_post_recv(r->qp, &wr, &bad);
+	return ibv_post_recv(r->ep.qp, &wr, &bad);
 }
 
 static int post_send(struct res *r, uint64_t id)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)r->buf + 2048, .length = 64,
-			       .lkey = r->mr->lkey };
+			       .lkey = r->ep.mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
 				  .opcode = IBV_WR_SEND,
 				  .send_flags = IBV_SEND_SIGNALED };
 	struct ibv_send_wr *bad;
 
-	return ibv_post_send(r->qp, &wr, &bad);
+	return ibv_post_send(r->ep.qp, &wr, &bad);
 }
 
 static int parse_gid(const char *s, union ibv_gid *gid)
@@ -209,7 +188,7 @@ static int to_rtr(const struct opts *o, struct res *r, uint32_t dqpn)
 	};
 	int rv;
 
-	rv = ibv_modify_qp(r->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+	rv = ibv_modify_qp(r->ep.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 			   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	if (rv)
 		return rv;
@@ -228,7 +207,7 @@ static int to_rtr(const struct opts *o, struct res *r, uint32_t dqpn)
 	a.ah_attr.grh.sgid_index = o->gid_index;
 	if (parse_gid(o->dgid, &a.ah_attr.grh.dgid))
 		return EINVAL;
-	return ibv_modify_qp(r->qp, &a, IBV_QP_STATE | IBV_QP_AV |
+	return ibv_modify_qp(r->ep.qp, &a, IBV_QP_STATE | IBV_QP_AV |
 			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 			     IBV_QP_MIN_RNR_TIMER);
@@ -245,7 +224,7 @@ static int to_rts(const struct opts *o, struct res *r)
 		.max_rd_atomic = 1,
 	};
 
-	return ibv_modify_qp(r->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+	return ibv_modify_qp(r->ep.qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
 			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
@@ -261,7 +240,7 @@ static int wait_async(struct res *r, int ms)
 	if (poll(&p, 1, ms) != 1 || ibv_get_async_event(r->ctx, &ev))
 		return -1;
 	type = ev.event_type;
-	if (ev.element.qp != r->qp)
+	if (ev.element.qp != r->ep.qp)
 		type = -2;
 	ibv_ack_async_event(&ev);
 	return type;
@@ -276,7 +255,7 @@ static void check_attrs(const struct opts *o, struct res *r, uint32_t dqpn)
 	int rv;
 
 	parse_gid(o->dgid, &dgid);
-	rv = ibv_query_qp(r->qp, &a, IBV_QP_STATE | IBV_QP_AV |
+	rv = ibv_query_qp(r->ep.qp, &a, IBV_QP_STATE | IBV_QP_AV |
 			  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			  IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			  IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER, &init);
@@ -299,7 +278,7 @@ static void check_ok(const struct opts *o, struct res *r)
 	struct ibv_wc wc[2];
 	int n, i, ok = 1;
 
-	n = vt_poll_cq_until(r->cq, wc, 2, vt_deadline_in(o->secs * 1000));
+	n = vt_poll_cq_until(r->ep.cq, wc, 2, vt_deadline_in(o->secs * 1000));
 	for (i = 0; i < n; i++)
 		ok &= wc[i].status == IBV_WC_SUCCESS;
 	/*
@@ -320,12 +299,12 @@ static void check_fail(const struct opts *o, struct res *r)
 	vt_check(ev == IBV_EVENT_QP_FATAL, "async event QP_FATAL",
 		 "got %d (%s)", ev, ev >= 0 ? ibv_event_type_str(ev) : "none");
 	vt_info("event after %lld ms", vt_now_ms() - t0);
-	vt_check(vt_qp_state(r->qp) == IBV_QPS_ERR, "QP in ERROR", "state %s",
-		 vt_qp_state_str(vt_qp_state(r->qp)));
+	vt_check(vt_qp_state(r->ep.qp) == IBV_QPS_ERR, "QP in ERROR", "state %s",
+		 vt_qp_state_str(vt_qp_state(r->ep.qp)));
 	/* WRs posted in ERROR complete too. */
 	vt_check(!post_send(r, 12) && !post_recv(r, 2), "post in ERROR",
 		 "%s", strerror(errno));
-	n = vt_poll_cq_until(r->cq, wc, 4, vt_deadline_in(5000));
+	n = vt_poll_cq_until(r->ep.cq, wc, 4, vt_deadline_in(5000));
 	for (i = 0; i < n; i++)
 		flushed += wc[i].status == IBV_WC_WR_FLUSH_ERR;
 	vt_check(n == 4 && flushed == 4, "all WRs flushed",
@@ -360,10 +339,10 @@ static void check_peer_gone(const struct opts *o, struct res *r)
 		vt_fail("the peer is gone", "no %s", o->wait_file);
 		return;
 	}
-	vt_check(vt_qp_state(r->qp) == IBV_QPS_RTS,
+	vt_check(vt_qp_state(r->ep.qp) == IBV_QPS_RTS,
 		 "QP still in RTS after the peer closed", "state %s",
-		 vt_qp_state_str(vt_qp_state(r->qp)));
-	n = vt_poll_cq_until(r->cq, wc, 1, vt_deadline_in(500));
+		 vt_qp_state_str(vt_qp_state(r->ep.qp)));
+	n = vt_poll_cq_until(r->ep.cq, wc, 1, vt_deadline_in(500));
 	vt_check(n == 0, "the receive stays posted", "%d completion(s), %s", n,
 		 n > 0 ? ibv_wc_status_str(wc[0].status) : "-");
 	ev = wait_async(r, 200);
@@ -373,9 +352,9 @@ static void check_peer_gone(const struct opts *o, struct res *r)
 	ev = wait_async(r, o->secs * 1000);
 	vt_check(ev == IBV_EVENT_QP_FATAL, "the SEND raises QP_FATAL",
 		 "got %d (%s)", ev, ev >= 0 ? ibv_event_type_str(ev) : "none");
-	vt_check(vt_qp_state(r->qp) == IBV_QPS_ERR, "QP in ERROR", "state %s",
-		 vt_qp_state_str(vt_qp_state(r->qp)));
-	n = vt_poll_cq_until(r->cq, wc, 2, vt_deadline_in(5000));
+	vt_check(vt_qp_state(r->ep.qp) == IBV_QPS_ERR, "QP in ERROR", "state %s",
+		 vt_qp_state_str(vt_qp_state(r->ep.qp)));
+	n = vt_poll_cq_until(r->ep.cq, wc, 2, vt_deadline_in(5000));
 	for (i = 0; i < n; i++)
 		flushed += wc[i].status == IBV_WC_WR_FLUSH_ERR;
 	vt_check(n == 2 && flushed == 2, "SEND and receive flushed",
@@ -389,8 +368,8 @@ static void hold(const struct opts *o)
 	if (setup(o, &r)) {
 		vt_fail("setup", "%s", strerror(errno));
 	} else {
-		publish_qpn(o, r.qp->qp_num);
-		vt_pass("QP %u held", r.qp->qp_num);
+		publish_qpn(o, r.ep.qp->qp_num);
+		vt_pass("QP %u held", r.ep.qp->qp_num);
 		fflush(stdout);
 		sleep(o->hold);
 	}
@@ -456,11 +435,11 @@ static int run(const struct opts *o)
 		teardown(&r);
 		return vt_finish();
 	}
-	vt_check(vt_qp_state(r.qp) == IBV_QPS_INIT, "new QP in INIT", "%s",
-		 vt_qp_state_str(vt_qp_state(r.qp)));
-	publish_qpn(o, r.qp->qp_num);
+	vt_check(vt_qp_state(r.ep.qp) == IBV_QPS_INIT, "new QP in INIT", "%s",
+		 vt_qp_state_str(vt_qp_state(r.ep.qp)));
+	publish_qpn(o, r.ep.qp->qp_num);
 	dqpn = peer_qpn(o);
-	vt_info("QP %u, peer %s QP %ld", r.qp->qp_num, o->dgid, dqpn);
+	vt_info("QP %u, peer %s QP %ld", r.ep.qp->qp_num, o->dgid, dqpn);
 	rv = dqpn < 0 ? ETIMEDOUT : to_rtr(o, &r, dqpn);
 	vt_check(!rv, "modify to RTR", "%s", strerror(rv));
 	if (rv)
@@ -477,7 +456,7 @@ static int run(const struct opts *o)
 	}
 	rv = to_rts(o, &r);
 	/* A refusal may have come already: the QP is then in ERROR. */
-	vt_check(!rv || vt_qp_state(r.qp) == IBV_QPS_ERR, "modify to RTS",
+	vt_check(!rv || vt_qp_state(r.ep.qp) == IBV_QPS_ERR, "modify to RTS",
 		 "%s", strerror(rv));
 	post_send(&r, 11);
 	if (!strcmp(o->expect, "ok")) {

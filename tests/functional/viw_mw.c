@@ -895,15 +895,5 @@ static int run_client(const char *host, const char *port)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	static const struct vt_prog prog = {
-		.port = MW_DEFAULT_PORT,
-		.client_secs = MW_CLIENT_SECS,
-		.server_secs = MW_SERVER_SECS,
-		.run_client = run_client,
-		.run_server = run_server,
-	};
-
-	return vt_main(argc, argv, &prog);
-}
+VT_MAIN(MW_DEFAULT_PORT, MW_CLIENT_SECS, MW_SERVER_SECS, run_client,
+	run_server);

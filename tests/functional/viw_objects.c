@@ -20,15 +20,15 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+
+#include "viw_test.h"
 
 #define ITERATIONS 200
 #define NUM_RECV 100
@@ -56,68 +56,10 @@ struct tqp {
 	struct ibv_qp_cap cap;
 };
 
-static int failures;
-
-static void pass(const char *name)
-{
-	printf("PASS %s\n", name);
-}
-
-static void fail(const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void fail(const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("FAIL %s: ", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	failures++;
-}
-
-static void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void info(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("INFO ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
-/* Poll until @n completions arrived or the timeout passed. */
+/* Poll until @n completions arrived or @timeout_ms passed. */
 static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n, int timeout_ms)
 {
-	long long end = now_ms() + timeout_ms;
-	int got = 0;
-
-	while (got < n) {
-		int rv = ibv_poll_cq(cq, n - got, wc + got);
-
-		if (rv < 0)
-			return rv;
-		got += rv;
-		if (!rv) {
-			if (now_ms() > end)
-				break;
-			usleep(1000);
-		}
-	}
-	return got;
+	return vt_poll_cq_until(cq, wc, n, vt_deadline_in(timeout_ms));
 }
 
 /* True if the CQ stays empty for a while. */
@@ -170,7 +112,7 @@ static bool tqp_create(struct env *e, struct tqp *t)
 static bool tqp_init(struct env *e, struct tqp *t, const char *name)
 {
 	if (!tqp_create(e, t)) {
-		fail(name, "creating CQs and QP: %s", strerror(errno));
+		vt_fail(name, "creating CQs and QP: %s", strerror(errno));
 		return false;
 	}
 	return transition(name, t->qp, IBV_QPS_INIT);
@@ -202,16 +144,6 @@ static int modify_state(struct ibv_qp *qp, enum ibv_qp_state state)
 	return ibv_modify_qp(qp, &attr, mask);
 }
 
-static int query_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_init_attr init;
-	struct ibv_qp_attr attr;
-
-	if (ibv_query_qp(qp, &attr, IBV_QP_STATE, &init))
-		return -1;
-	return attr.qp_state;
-}
-
 /* Move to @state and check that ibv_query_qp() reports it. */
 static bool transition(const char *name, struct ibv_qp *qp,
 		       enum ibv_qp_state state)
@@ -220,13 +152,13 @@ static bool transition(const char *name, struct ibv_qp *qp,
 	int got;
 
 	if (rv) {
-		fail(name, "ibv_modify_qp to %d: %s", state, strerror(rv));
+		vt_fail(name, "ibv_modify_qp to %d: %s", state, strerror(rv));
 		return false;
 	}
-	got = query_state(qp);
+	got = vt_qp_state(qp);
 	if (got != (int)state) {
-		fail(name, "ibv_query_qp says state %d, expected %d", got,
-		     state);
+		vt_fail(name, "ibv_query_qp says state %d, expected %d", got,
+			state);
 		return false;
 	}
 	return true;
@@ -267,23 +199,23 @@ static bool expect_flushed(const char *name, struct ibv_cq *cq,
 	int got = poll_n(cq, wc, n, CQ_TIMEOUT_MS), i;
 
 	if (got != n) {
-		fail(name, "%d of %d completions", got, n);
+		vt_fail(name, "%d of %d completions", got, n);
 		return false;
 	}
 	for (i = 0; i < n; i++) {
 		if (wc[i].status != IBV_WC_WR_FLUSH_ERR ||
 		    wc[i].wr_id != first + i || wc[i].opcode != opcode ||
 		    wc[i].qp_num != qp->qp_num) {
-			fail(name, "completion %d: wr_id %llu status %s "
-			     "opcode %d qp_num %u", i,
-			     (unsigned long long)wc[i].wr_id,
-			     ibv_wc_status_str(wc[i].status), wc[i].opcode,
-			     wc[i].qp_num);
+			vt_fail(name, "completion %d: wr_id %llu status %s "
+				"opcode %d qp_num %u", i,
+				(unsigned long long)wc[i].wr_id,
+				ibv_wc_status_str(wc[i].status), wc[i].opcode,
+				wc[i].qp_num);
 			return false;
 		}
 	}
 	if (!cq_stays_empty(cq)) {
-		fail(name, "more than %d completions", n);
+		vt_fail(name, "more than %d completions", n);
 		return false;
 	}
 	return true;
@@ -328,17 +260,17 @@ static void test_objects(struct env *e)
 	int i;
 
 	if (!ch) {
-		fail(name, "ibv_create_comp_channel: %s", strerror(errno));
+		vt_fail(name, "ibv_create_comp_channel: %s", strerror(errno));
 		return;
 	}
 	for (i = 0; i < ITERATIONS; i++) {
 		if (!create_destroy_once(e, ch)) {
-			fail(name, "iteration %d: %s", i, strerror(errno));
+			vt_fail(name, "iteration %d: %s", i, strerror(errno));
 			break;
 		}
 	}
 	if (i == ITERATIONS)
-		pass(name);
+		vt_pass("%s", name);
 	ibv_destroy_comp_channel(ch);
 }
 
@@ -348,18 +280,18 @@ static void test_state_reporting(struct env *e)
 	struct tqp t;
 
 	if (!tqp_create(e, &t)) {
-		fail(name, "create: %s", strerror(errno));
+		vt_fail(name, "create: %s", strerror(errno));
 		goto out;
 	}
 	/* RDMAC's IDLE, which verbs call INIT (rdma-core's test_query_rc_qp) */
-	if (query_state(t.qp) != IBV_QPS_INIT) {
-		fail(name, "new QP in state %d", query_state(t.qp));
+	if (vt_qp_state(t.qp) != IBV_QPS_INIT) {
+		vt_fail(name, "new QP in state %d", vt_qp_state(t.qp));
 		goto out;
 	}
 	if (transition(name, t.qp, IBV_QPS_ERR) &&
 	    transition(name, t.qp, IBV_QPS_RESET) &&
 	    transition(name, t.qp, IBV_QPS_INIT))
-		pass(name);
+		vt_pass("%s", name);
 out:
 	tqp_destroy(&t);
 }
@@ -373,7 +305,7 @@ static bool post_n(struct env *e, struct tqp *t, bool send, int n,
 		rv = send ? post_send(e, t->qp, i) :
 			    post_recv(e, t->qp, i, e->mr->lkey);
 	if (rv)
-		fail(name, "post %d: %s", i - 1, strerror(rv));
+		vt_fail(name, "post %d: %s", i - 1, strerror(rv));
 	return !rv;
 }
 
@@ -390,13 +322,13 @@ static void test_flush_on_err(struct env *e)
 	    !post_n(e, &t, true, NUM_SEND, sname))
 		goto out;
 	if (!cq_stays_empty(t.scq))
-		info("sends posted in INIT completed before ERR");
+		vt_info("sends posted in INIT completed before ERR");
 	if (!transition(rname, t.qp, IBV_QPS_ERR))
 		goto out;
 	if (expect_flushed(rname, t.rcq, t.qp, 0, NUM_RECV, IBV_WC_RECV))
-		pass(rname);
+		vt_pass("%s", rname);
 	if (expect_flushed(sname, t.scq, t.qp, 0, NUM_SEND, IBV_WC_SEND))
-		pass(sname);
+		vt_pass("%s", sname);
 out:
 	tqp_destroy(&t);
 }
@@ -413,14 +345,14 @@ static void test_post_in_err(struct env *e)
 		goto out;
 	rv = post_recv(e, t.qp, 7, e->mr->lkey);
 	if (rv)
-		fail(rname, "ibv_post_recv: %s", strerror(rv));
+		vt_fail(rname, "ibv_post_recv: %s", strerror(rv));
 	else if (expect_flushed(rname, t.rcq, t.qp, 7, 1, IBV_WC_RECV))
-		pass(rname);
+		vt_pass("%s", rname);
 	rv = post_send(e, t.qp, 9);
 	if (rv)
-		fail(sname, "ibv_post_send: %s", strerror(rv));
+		vt_fail(sname, "ibv_post_send: %s", strerror(rv));
 	else if (expect_flushed(sname, t.scq, t.qp, 9, 1, IBV_WC_SEND))
-		pass(sname);
+		vt_pass("%s", sname);
 out:
 	tqp_destroy(&t);
 }
@@ -433,16 +365,16 @@ static bool wait_cq_event(const char *name, struct ibv_comp_channel *ch,
 	void *ev_ctx;
 
 	if (poll(&pfd, 1, CQ_TIMEOUT_MS) != 1) {
-		fail(name, "no completion event within %d ms", CQ_TIMEOUT_MS);
+		vt_fail(name, "no completion event within %d ms", CQ_TIMEOUT_MS);
 		return false;
 	}
 	if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx)) {
-		fail(name, "ibv_get_cq_event: %s", strerror(errno));
+		vt_fail(name, "ibv_get_cq_event: %s", strerror(errno));
 		return false;
 	}
 	ibv_ack_cq_events(ev_cq, 1);
 	if (ev_cq != cq || ev_ctx != (void *)cq) {
-		fail(name, "event for another CQ");
+		vt_fail(name, "event for another CQ");
 		return false;
 	}
 	return true;
@@ -451,35 +383,30 @@ static bool wait_cq_event(const char *name, struct ibv_comp_channel *ch,
 static void test_comp_channel(struct env *e)
 {
 	const char *name = "armed CQ raises an event for a flush completion";
-	struct ibv_comp_channel *ch = ibv_create_comp_channel(e->ctx);
-	struct ibv_cq *cq = NULL;
-	struct ibv_qp *qp = NULL;
+	struct vt_ep ep = { .cc = ibv_create_comp_channel(e->ctx) };
 	struct ibv_wc wc;
 
-	if (ch)
-		cq = ibv_create_cq(e->ctx, 16, NULL, ch, 0);
-	if (cq) {
-		cq->cq_context = cq;
-		qp = create_qp(e, cq, cq, NULL, NULL);
+	if (ep.cc)
+		ep.cq = ibv_create_cq(e->ctx, 16, NULL, ep.cc, 0);
+	if (ep.cq) {
+		ep.cq->cq_context = ep.cq;
+		ep.qp = create_qp(e, ep.cq, ep.cq, NULL, NULL);
 	}
-	if (!qp || !transition(name, qp, IBV_QPS_INIT) ||
-	    !transition(name, qp, IBV_QPS_ERR)) {
-		fail(name, "setup: %s", strerror(errno));
+	if (!ep.qp || !transition(name, ep.qp, IBV_QPS_INIT) ||
+	    !transition(name, ep.qp, IBV_QPS_ERR)) {
+		vt_fail(name, "setup: %s", strerror(errno));
 		goto out;
 	}
-	if (ibv_req_notify_cq(cq, 0) || post_recv(e, qp, 1, e->mr->lkey)) {
-		fail(name, "arm or post failed");
+	if (ibv_req_notify_cq(ep.cq, 0) ||
+	    post_recv(e, ep.qp, 1, e->mr->lkey)) {
+		vt_fail(name, "arm or post failed");
 		goto out;
 	}
-	if (wait_cq_event(name, ch, cq) && poll_n(cq, &wc, 1, 1000) == 1)
-		pass(name);
+	if (wait_cq_event(name, ep.cc, ep.cq) &&
+	    poll_n(ep.cq, &wc, 1, 1000) == 1)
+		vt_pass("%s", name);
 out:
-	if (qp)
-		ibv_destroy_qp(qp);
-	if (cq)
-		ibv_destroy_cq(cq);
-	if (ch)
-		ibv_destroy_comp_channel(ch);
+	vt_ep_close(&ep);
 }
 
 static void test_bad_create(struct env *e)
@@ -490,16 +417,16 @@ static void test_bad_create(struct env *e)
 
 	cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
 	if (!cq) {
-		fail("bad create requests", "create_cq: %s", strerror(errno));
+		vt_fail("bad create requests", "create_cq: %s", strerror(errno));
 		return;
 	}
 	errno = 0;
 	big = ibv_create_cq(e->ctx, e->attr.max_cqe + 1, NULL, NULL, 0);
 	if (!big && errno)
-		pass("create_cq with cqe > max_cqe fails");
+		vt_pass("create_cq with cqe > max_cqe fails");
 	else
-		fail("create_cq with cqe > max_cqe fails", "%s",
-		     big ? "it succeeded" : "errno not set");
+		vt_fail("create_cq with cqe > max_cqe fails", "%s",
+			big ? "it succeeded" : "errno not set");
 	if (big)
 		ibv_destroy_cq(big);
 
@@ -510,10 +437,10 @@ static void test_bad_create(struct env *e)
 	errno = 0;
 	qp = ibv_create_qp(e->pd, &init);
 	if (!qp && errno)
-		pass("create_qp with max_send_wr > max_qp_wr fails");
+		vt_pass("create_qp with max_send_wr > max_qp_wr fails");
 	else
-		fail("create_qp with max_send_wr > max_qp_wr fails",
-		     "it succeeded");
+		vt_fail("create_qp with max_send_wr > max_qp_wr fails",
+			"it succeeded");
 	if (qp)
 		ibv_destroy_qp(qp);
 
@@ -521,10 +448,10 @@ static void test_bad_create(struct env *e)
 	errno = 0;
 	qp = ibv_create_qp(e->pd, &init);
 	if (!qp && errno)
-		pass("create_qp with max_send_sge > max_sge fails");
+		vt_pass("create_qp with max_send_sge > max_sge fails");
 	else
-		fail("create_qp with max_send_sge > max_sge fails",
-		     "it succeeded");
+		vt_fail("create_qp with max_send_sge > max_sge fails",
+			"it succeeded");
 	if (qp)
 		ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq);
@@ -541,8 +468,8 @@ static void test_too_many_sge(struct env *e)
 	if (!tqp_init(e, &t, name))
 		goto out;
 	if (t.cap.max_send_sge >= 32) {
-		fail(name, "max_send_sge %u too big for the test",
-		     t.cap.max_send_sge);
+		vt_fail(name, "max_send_sge %u too big for the test",
+			t.cap.max_send_sge);
 		goto out;
 	}
 	wr.sg_list = sge;
@@ -550,10 +477,10 @@ static void test_too_many_sge(struct env *e)
 	wr.opcode = IBV_WR_SEND;
 	rv = ibv_post_send(t.qp, &wr, &bad);
 	if (rv == EINVAL && bad == &wr)
-		pass(name);
+		vt_pass("%s", name);
 	else
-		fail(name, "returned %d, bad_wr %s", rv,
-		     bad == &wr ? "set" : "not set");
+		vt_fail(name, "returned %d, bad_wr %s", rv,
+			bad == &wr ? "set" : "not set");
 out:
 	tqp_destroy(&t);
 }
@@ -563,12 +490,12 @@ static void check_ring_full(const char *name, int rv, uintptr_t bad_index,
 			    uint32_t cap)
 {
 	if (rv != ENOMEM)
-		fail(name, "returned %d (%s)", rv, strerror(rv));
+		vt_fail(name, "returned %d (%s)", rv, strerror(rv));
 	else if (bad_index < cap || bad_index > 2 * QP_DEPTH)
-		fail(name, "failed at WR %lu with %u WRs of capacity",
-		     (unsigned long)bad_index, cap);
+		vt_fail(name, "failed at WR %lu with %u WRs of capacity",
+			(unsigned long)bad_index, cap);
 	else
-		pass(name);
+		vt_pass("%s", name);
 }
 
 static void test_ring_full(struct env *e)
@@ -607,9 +534,9 @@ static bool expect_wc(const char *name, const struct ibv_wc *wc,
 	if (wc->wr_id == wr_id && wc->status == status &&
 	    wc->opcode == IBV_WC_RECV)
 		return true;
-	fail(name, "wr_id %llu: %s, expected wr_id %llu: %s",
-	     (unsigned long long)wc->wr_id, ibv_wc_status_str(wc->status),
-	     (unsigned long long)wr_id, ibv_wc_status_str(status));
+	vt_fail(name, "wr_id %llu: %s, expected wr_id %llu: %s",
+		(unsigned long long)wc->wr_id, ibv_wc_status_str(wc->status),
+		(unsigned long long)wr_id, ibv_wc_status_str(status));
 	return false;
 }
 
@@ -627,21 +554,21 @@ static void test_foreign_lkey(struct env *e)
 	if (post_recv(e, t.qp, 100, e->other_mr->lkey) ||
 	    post_recv(e, t.qp, 101, e->mr->lkey) ||
 	    post_recv(e, t.qp, 102, e->mr->lkey)) {
-		fail(name, "post failed");
+		vt_fail(name, "post failed");
 		goto out;
 	}
 	got = poll_n(t.rcq, wc, 3, CQ_TIMEOUT_MS);
 	if (got != 3) {
-		fail(name, "%d of 3 completions", got);
+		vt_fail(name, "%d of 3 completions", got);
 		goto out;
 	}
 	if (expect_wc(name, &wc[0], 100, IBV_WC_LOC_PROT_ERR) &&
 	    expect_wc(name, &wc[1], 101, IBV_WC_WR_FLUSH_ERR) &&
 	    expect_wc(name, &wc[2], 102, IBV_WC_WR_FLUSH_ERR)) {
-		if (query_state(t.qp) == IBV_QPS_ERR)
-			pass(name);
+		if (vt_qp_state(t.qp) == IBV_QPS_ERR)
+			vt_pass("%s", name);
 		else
-			fail(name, "QP in state %d", query_state(t.qp));
+			vt_fail(name, "QP in state %d", vt_qp_state(t.qp));
 	}
 out:
 	tqp_destroy(&t);
@@ -659,13 +586,13 @@ static void test_recv_on_srq_qp(struct env *e)
 	if (cq && srq)
 		qp = create_qp(e, cq, cq, srq, NULL);
 	if (!qp) {
-		fail(name, "setup: %s", strerror(errno));
+		vt_fail(name, "setup: %s", strerror(errno));
 	} else {
 		rv = post_recv(e, qp, 1, e->mr->lkey);
 		if (rv == EINVAL)
-			pass(name);
+			vt_pass("%s", name);
 		else
-			fail(name, "returned %d", rv);
+			vt_fail(name, "returned %d", rv);
 		ibv_destroy_qp(qp);
 	}
 	if (srq)
@@ -674,29 +601,16 @@ static void test_recv_on_srq_qp(struct env *e)
 		ibv_destroy_cq(cq);
 }
 
-static struct ibv_context *open_device(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL), **d;
-	struct ibv_context *ctx = NULL;
-
-	for (d = list; d && *d; d++)
-		if (!strcmp(ibv_get_device_name(*d), name))
-			ctx = ibv_open_device(*d);
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
-}
-
 static int env_setup(struct env *e, const char *dev)
 {
 	memset(e, 0, sizeof(*e));
-	e->ctx = open_device(dev);
+	e->ctx = vt_open_device(dev);
 	if (!e->ctx) {
-		fail("open device", "%s: %s", dev, strerror(errno));
+		vt_fail("open device", "%s: %s", dev, strerror(errno));
 		return -1;
 	}
 	if (ibv_query_device(e->ctx, &e->attr)) {
-		fail("query device", "%s", strerror(errno));
+		vt_fail("query device", "%s", strerror(errno));
 		return -1;
 	}
 	e->buf = calloc(1, BUF_SIZE);
@@ -710,12 +624,12 @@ static int env_setup(struct env *e, const char *dev)
 					 IBV_ACCESS_LOCAL_WRITE);
 	}
 	if (!e->mr || !e->other_mr) {
-		fail("setup PDs and MRs", "%s", strerror(errno));
+		vt_fail("setup PDs and MRs", "%s", strerror(errno));
 		return -1;
 	}
-	pass("open device, query it, two PDs with an MR each");
-	info("max_qp_wr %d max_sge %d max_cqe %d", e->attr.max_qp_wr,
-	     e->attr.max_sge, e->attr.max_cqe);
+	vt_pass("open device, query it, two PDs with an MR each");
+	vt_info("max_qp_wr %d max_sge %d max_cqe %d", e->attr.max_qp_wr,
+		e->attr.max_sge, e->attr.max_cqe);
 	return 0;
 }
 
@@ -744,7 +658,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	alarm(300);	/* a lost completion must fail the run, not hang it */
+	vt_start(295);	/* a lost completion must fail the run, not hang it */
 	if (!env_setup(&e, argv[1])) {
 		test_objects(&e);
 		test_state_reporting(&e);
@@ -758,6 +672,5 @@ int main(int argc, char **argv)
 		test_recv_on_srq_qp(&e);
 	}
 	env_teardown(&e);
-	printf("%s: %d check(s) failed\n", argv[0], failures);
-	return failures ? 1 : 0;
+	return vt_finish();
 }

@@ -75,20 +75,6 @@ struct qm_race {
 	int first_errno;
 };
 
-static struct ibv_context *qm_open(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-	int i;
-
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
-}
-
 /* The offset of the only uverbs mapping of @size bytes, or -1. */
 static long long qm_find_key(size_t size)
 {
@@ -418,37 +404,28 @@ static int qm_deep_flush(struct ibv_context *ctx)
 			 .max_recv_sge = QM_DEEP_SGE },
 	};
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT };
-	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	static uint8_t buf[4096];
-	struct ibv_mr *mr = NULL;
-	struct ibv_cq *cq = NULL;
-	struct ibv_qp *qp = NULL;
+	struct vt_ep ep = { .pd = ibv_alloc_pd(ctx) };
 
-	if (pd)
-		mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
-	if (mr)
-		cq = ibv_create_cq(ctx, QM_CQE, NULL, NULL, 0);
-	init.send_cq = cq;
-	init.recv_cq = cq;
-	if (cq)
-		qp = ibv_create_qp(pd, &init);
-	if (!qp || ibv_modify_qp(qp, &attr, IBV_QP_STATE)) {
+	if (ep.pd)
+		ep.mr = ibv_reg_mr(ep.pd, buf, sizeof(buf),
+				   IBV_ACCESS_LOCAL_WRITE);
+	if (ep.mr)
+		ep.cq = ibv_create_cq(ctx, QM_CQE, NULL, NULL, 0);
+	init.send_cq = ep.cq;
+	init.recv_cq = ep.cq;
+	if (ep.cq)
+		ep.qp = ibv_create_qp(ep.pd, &init);
+	if (!ep.qp || ibv_modify_qp(ep.qp, &attr, IBV_QP_STATE)) {
 		vt_fail("deep-flush: setup", "%s", strerror(errno));
 		goto out;
 	}
-	if (qm_deep_post(qp, mr))
+	if (qm_deep_post(ep.qp, ep.mr))
 		goto out;
-	if (!qm_deep_error(qp))
-		qm_deep_check(cq);
+	if (!qm_deep_error(ep.qp))
+		qm_deep_check(ep.cq);
 out:
-	if (qp)
-		ibv_destroy_qp(qp);
-	if (cq)
-		ibv_destroy_cq(cq);
-	if (mr)
-		ibv_dereg_mr(mr);
-	if (pd)
-		ibv_dealloc_pd(pd);
+	vt_ep_close(&ep);
 	return 0;
 }
 
@@ -489,7 +466,7 @@ int main(int argc, char **argv)
 		return qm_usage();
 	mode = argv[optind];
 	vt_start(secs + 30);
-	ctx = qm_open(dev);
+	ctx = vt_open_device(dev);
 	if (!ctx) {
 		vt_fail("setup", "cannot open %s: %s", dev, strerror(errno));
 		return vt_finish();

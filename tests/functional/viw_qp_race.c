@@ -57,22 +57,17 @@ struct qr_create_qp_resp {
 	struct viw_uresp_create_qp drv;
 };
 
+/* ep.id: route resolved, never connected; ep.pd and ep.cq outlive it. */
 struct qr {
 	struct sockaddr_storage dst;
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id;		/* route resolved, never connected */
+	struct vt_ep ep;
 	struct ibv_context *verbs;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
 };
 
 static int qr_new_id(struct qr *r)
 {
-	char why[256];
-
-	if (vt_route_client(&r->dst, NULL, 2000, 5000, &r->ch, &r->id, why,
-			    sizeof(why))) {
-		vt_fail("setup", "%s", why);
+	if (vt_ep_route(&r->ep, &r->dst, NULL, 2000, 5000)) {
+		vt_fail("setup", "%s", r->ep.why);
 		return -1;
 	}
 	return 0;
@@ -80,12 +75,11 @@ static int qr_new_id(struct qr *r)
 
 static void qr_drop_id(struct qr *r)
 {
-	if (r->id)
-		rdma_destroy_id(r->id);
-	if (r->ch)
-		rdma_destroy_event_channel(r->ch);
-	r->id = NULL;
-	r->ch = NULL;
+	struct vt_ep id_only = { .ch = r->ep.ch, .id = r->ep.id };
+
+	vt_ep_close(&id_only);
+	r->ep.id = NULL;
+	r->ep.ch = NULL;
 }
 
 /*
@@ -100,7 +94,7 @@ static int qr_lookup_start(struct qr *r, uint32_t qpn)
 		.qp_num = qpn, .responder_resources = 1, .initiator_depth = 1,
 	};
 
-	if (!rdma_connect(r->id, &param))
+	if (!rdma_connect(r->ep.id, &param))
 		return 1;
 	if (errno == EINVAL)
 		return 0;
@@ -113,7 +107,7 @@ static int qr_lookup_finish(struct qr *r, uint32_t qpn)
 {
 	struct rdma_cm_event *ev;
 
-	if (vt_cm_get(r->ch, vt_deadline_in(QR_EVENT_MS), &ev)) {
+	if (vt_cm_get(r->ep.ch, vt_deadline_in(QR_EVENT_MS), &ev)) {
 		vt_fail("lookup", "no event after a connect with QP %u", qpn);
 		return -1;
 	}
@@ -132,12 +126,12 @@ static int qr_lookup(struct qr *r, uint32_t qpn)
 static struct ibv_qp *qr_create_qp(struct qr *r)
 {
 	struct ibv_qp_init_attr attr = {
-		.send_cq = r->cq, .recv_cq = r->cq, .qp_type = IBV_QPT_RC,
+		.send_cq = r->ep.cq, .recv_cq = r->ep.cq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
 
-	return ibv_create_qp(r->pd, &attr);
+	return ibv_create_qp(r->ep.pd, &attr);
 }
 
 static int qr_setup(struct qr *r, const char *addr, const char *port)
@@ -148,10 +142,11 @@ static int qr_setup(struct qr *r, const char *addr, const char *port)
 	}
 	if (qr_new_id(r))
 		return -1;
-	r->verbs = r->id->verbs;
-	r->pd = ibv_alloc_pd(r->verbs);
-	r->cq = r->pd ? ibv_create_cq(r->verbs, 16, NULL, NULL, 0) : NULL;
-	if (!r->cq) {
+	r->verbs = r->ep.id->verbs;
+	r->ep.pd = ibv_alloc_pd(r->verbs);
+	r->ep.cq = r->ep.pd ? ibv_create_cq(r->verbs, 16, NULL, NULL, 0) :
+			      NULL;
+	if (!r->ep.cq) {
 		vt_fail("setup", "PD/CQ: %s", strerror(errno));
 		return -1;
 	}
@@ -160,11 +155,7 @@ static int qr_setup(struct qr *r, const char *addr, const char *port)
 
 static void qr_teardown(struct qr *r)
 {
-	if (r->cq)
-		ibv_destroy_cq(r->cq);
-	if (r->pd)
-		ibv_dealloc_pd(r->pd);
-	qr_drop_id(r);
+	vt_ep_close(&r->ep);
 }
 
 /* ---- create-fault ---------------------------------------------------------- */
@@ -248,7 +239,7 @@ static int qr_blocked_create(struct qr *r, struct qr_fault *f,
 			     struct ibv_qp *qp)
 {
 	struct ibv_qp_init_attr attr = {
-		.send_cq = r->cq, .recv_cq = r->cq, .qp_type = IBV_QPT_RC,
+		.send_cq = r->ep.cq, .recv_cq = r->ep.cq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
@@ -260,7 +251,7 @@ static int qr_blocked_create(struct qr *r, struct qr_fault *f,
 		return -1;
 	f->r = r;
 	pthread_create(&th, NULL, qr_fault_handler, f);
-	rv = ibv_cmd_create_qp(r->pd, qp, &attr, &cmd, sizeof(cmd), f->page,
+	rv = ibv_cmd_create_qp(r->ep.pd, qp, &attr, &cmd, sizeof(cmd), f->page,
 			       sizeof(struct qr_create_qp_resp));
 	pthread_join(th, NULL);
 	close(f->uffd);
@@ -405,33 +396,21 @@ int main(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ 0 },
 	};
-	const char *mode = NULL, *addr = NULL, *port = QR_DEFAULT_PORT;
+	struct vt_args a = { .port = QR_DEFAULT_PORT, .secs = 40 };
+	const char *mode = NULL;
 	struct qr r = { 0 };
-	int opt, secs = 40;
+	int opt;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt_long(argc, argv, "c:p:t:", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'm':
-			mode = optarg;
-			break;
-		case 'c':
-			addr = optarg;
-			break;
-		case 'p':
-			port = optarg;
-			break;
-		case 't':
-			secs = atoi(optarg);
-			break;
-		default:
+	while ((opt = vt_next_opt(argc, argv, "", opts, &a)) != -1) {
+		if (opt != 'm')
 			goto usage;
-		}
+		mode = optarg;
 	}
-	if (!mode || !addr || secs <= 0 || optind != argc)
+	if (!mode || !a.addr || a.server || a.secs <= 0 || optind != argc)
 		goto usage;
-	vt_start(secs);
-	if (qr_setup(&r, addr, port))
+	vt_start(a.secs);
+	if (qr_setup(&r, a.addr, a.port))
 		goto out;
 	if (!strcmp(mode, "create-fault"))
 		sc_create_fault(&r);

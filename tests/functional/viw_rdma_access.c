@@ -184,23 +184,9 @@ struct ra_offer {
 
 /* ---- helpers ------------------------------------------------------------- */
 
-/* Poll the state until it is ERR or @ms passed; the last state seen. */
-static int wait_qp_err(struct ibv_qp *qp, int ms)
-{
-	long long end = vt_deadline_in(ms);
-	int state;
-
-	for (;;) {
-		state = vt_qp_state(qp);
-		if (state == IBV_QPS_ERR || state < 0 || vt_now_ms() >= end)
-			return state;
-		usleep(10000);
-	}
-}
-
 static void check_qp_err(const char *name, struct ibv_qp *qp, int ms)
 {
-	int state = wait_qp_err(qp, ms);
+	int state = vt_wait_qp_state(qp, IBV_QPS_ERR, ms);
 
 	if (state < 0)
 		vt_fail(name, "ibv_query_qp: %s", strerror(-state));
@@ -213,17 +199,6 @@ static void check_qp_err(const char *name, struct ibv_qp *qp, int ms)
 static uint8_t s0_byte(size_t i)
 {
 	return (uint8_t)(i * 13 + 7);
-}
-
-/* Offset of the first byte of @buf that differs from @fill, or -1. */
-static long find_not(const uint8_t *buf, size_t len, uint8_t fill)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (buf[i] != fill)
-			return (long)i;
-	return -1;
 }
 
 /* Offset of the first byte of @buf that differs from the s0 pattern. */
@@ -240,54 +215,15 @@ static long find_not_s0(const uint8_t *buf)
 /* ---- client -------------------------------------------------------------- */
 
 struct ra_client {
+	struct vt_ep ep;
 	struct sockaddr_storage dst;
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
 	uint8_t *buf;
 	struct ra_offer peer;		/* host byte order */
 	uint32_t bad_rkey;
-	char why[256];
+	int sc;				/* the scenario being connected */
 };
 
-/* One signaled WR of a scenario and the completion status it must get. */
-struct ra_op {
-	const char *what;
-	enum ibv_wr_opcode opcode;
-	uint32_t loff;
-	uint32_t len;
-	uint64_t raddr;
-	uint32_t rkey;
-	enum ibv_wc_status want;
-	/* atomics: operands, and the original value a success returns */
-	uint64_t compare_add;
-	uint64_t swap;
-	uint64_t want_orig;
-};
-
-static void client_close(struct ra_client *c)
-{
-	if (c->id && c->id->qp)
-		rdma_destroy_qp(c->id);
-	if (c->cq)
-		ibv_destroy_cq(c->cq);
-	if (c->mr)
-		ibv_dereg_mr(c->mr);
-	if (c->pd)
-		ibv_dealloc_pd(c->pd);
-	if (c->id)
-		rdma_destroy_id(c->id);
-	if (c->ch)
-		rdma_destroy_event_channel(c->ch);
-	c->ch = NULL;
-	c->id = NULL;
-	c->pd = NULL;
-	c->cq = NULL;
-	c->mr = NULL;
-}
-
+/* PD, MR, CQ and QP for the next connection. */
 static int client_alloc(struct ra_client *c)
 {
 	struct ibv_qp_init_attr attr = {
@@ -299,43 +235,23 @@ static int client_alloc(struct ra_client *c)
 			.max_recv_sge = 1,
 		},
 	};
-	int err;
 
-	c->pd = ibv_alloc_pd(c->id->verbs);
-	if (!c->pd)
-		goto err;
-	c->mr = ibv_reg_mr(c->pd, c->buf, RA_CBUF_LEN, IBV_ACCESS_LOCAL_WRITE);
-	if (!c->mr)
-		goto err;
-	c->cq = ibv_create_cq(c->id->verbs, 2 * RA_QP_DEPTH, NULL, NULL, 0);
-	if (!c->cq)
-		goto err;
-	attr.send_cq = c->cq;
-	attr.recv_cq = c->cq;
-	if (rdma_create_qp(c->id, c->pd, &attr))
-		goto err;
-	return 0;
-err:
-	err = errno;
-	snprintf(c->why, sizeof(c->why), "PD/MR/CQ/QP on %s: %s",
-		 ibv_get_device_name(c->id->verbs->device), strerror(err));
-	return -err;
+	return vt_ep_alloc(&c->ep, c->buf, RA_CBUF_LEN, 2 * RA_QP_DEPTH,
+			   &attr);
 }
 
 static int client_parse_offer(struct ra_client *c, int sc,
 			      const struct rdma_conn_param *conn)
 {
 	struct ra_offer o;
+	int rv;
 
-	if (!conn->private_data || conn->private_data_len < sizeof(o)) {
-		snprintf(c->why, sizeof(c->why),
-			 "accept private data is %u bytes, expected %zu",
-			 conn->private_data_len, sizeof(o));
-		return -EPROTO;
-	}
-	memcpy(&o, conn->private_data, sizeof(o));
-	c->peer.magic = be32toh(o.magic);
-	c->peer.scenario = be32toh(o.scenario);
+	rv = vt_take_offer(conn->private_data, conn->private_data_len, &o,
+			   sizeof(o), RA_MAGIC, sc, c->ep.why,
+			   sizeof(c->ep.why));
+	if (rv)
+		return rv;
+	c->peer.magic = RA_MAGIC;
 	c->peer.rw_addr = be64toh(o.rw_addr);
 	c->peer.local_addr = be64toh(o.local_addr);
 	c->peer.stale_addr = be64toh(o.stale_addr);
@@ -344,12 +260,6 @@ static int client_parse_offer(struct ra_client *c, int sc,
 	c->peer.stale_rkey = be32toh(o.stale_rkey);
 	c->peer.atom_rkey = be32toh(o.atom_rkey);
 	c->peer.atom_addr = be64toh(o.atom_addr);
-	if (c->peer.magic != RA_MAGIC || c->peer.scenario != (uint32_t)sc) {
-		snprintf(c->why, sizeof(c->why),
-			 "accept private data: magic %#x scenario %u",
-			 c->peer.magic, c->peer.scenario);
-		return -EPROTO;
-	}
 	return 0;
 }
 
@@ -368,14 +278,7 @@ static int client_connect_qp(struct ra_client *c, int sc)
 	struct rdma_cm_event *ev;
 	int rv;
 
-	if (rdma_connect(c->id, &param)) {
-		rv = -errno;
-		snprintf(c->why, sizeof(c->why), "rdma_connect: %s",
-			 strerror(errno));
-		return rv;
-	}
-	rv = vt_cm_expect(c->ch, RDMA_CM_EVENT_ESTABLISHED, RA_CONNECT_MS, &ev,
-			  c->why, sizeof(c->why));
+	rv = vt_ep_connect(&c->ep, &param, RA_CONNECT_MS, &ev);
 	if (rv)
 		return rv;
 	rv = client_parse_offer(c, sc, &ev->param.conn);
@@ -383,68 +286,48 @@ static int client_connect_qp(struct ra_client *c, int sc)
 	return rv;
 }
 
-/* Channel, id, address and route, resources, connection. */
-static int client_connect(struct ra_client *c, int sc)
+/* Channel, id, address and route, resources, connection for c->sc. */
+static int client_connect(void *arg)
 {
+	struct ra_client *c = arg;
 	int rv;
 
-	rv = vt_route_client(&c->dst, c, RA_RESOLVE_MS, RA_EVENT_MS, &c->ch,
-			     &c->id, c->why, sizeof(c->why));
+	rv = vt_ep_route(&c->ep, &c->dst, c, RA_RESOLVE_MS, RA_EVENT_MS);
 	if (rv)
 		return rv;
 	rv = client_alloc(c);
-	return rv ? rv : client_connect_qp(c, sc);
+	return rv ? rv : client_connect_qp(c, c->sc);
 }
 
-/*
- * Connect for scenario @sc.  The first connection is retried for a few
- * seconds while it is refused, in case the server is not listening yet.
- */
+/* Connect for scenario @sc: PASS or FAIL "s<sc> connect". */
 static bool client_connect_retry(struct ra_client *c, int sc, bool first)
 {
-	long long retry_end = vt_deadline_in(RA_RETRY_MS);
 	char name[64];
-	int rv;
 
 	snprintf(name, sizeof(name), "s%d connect", sc);
-	for (;;) {
-		rv = client_connect(c, sc);
-		if (!rv) {
-			vt_pass("%s", name);
-			return true;
-		}
-		client_close(c);
-		if (!first || rv != -ECONNREFUSED || vt_now_ms() >= retry_end)
-			break;
-		vt_info("%s: %s; retrying", name, c->why);
-		usleep(200000);
-	}
-	vt_fail(name, "%s", c->why);
-	return false;
+	c->sc = sc;
+	if (!vt_ep_connect_retry(&c->ep, name, first, RA_RETRY_MS,
+				 client_connect, c))
+		return false;
+	vt_pass("%s", name);
+	return true;
 }
 
 #define RA_OP(_what, _op, _loff, _len, _raddr, _rkey, _want) \
-	((struct ra_op){ .what = (_what), .opcode = (_op), .loff = (_loff), \
+	((struct vt_op){ .what = (_what), .opcode = (_op), .loff = (_loff), \
 			 .len = (_len), .raddr = (_raddr), .rkey = (_rkey), \
 			 .want = (_want) })
 
 /* An atomic on the 8 bytes at @raddr; its result goes to slot @slot. */
 #define RA_ATOMIC(_what, _op, _slot, _raddr, _rkey, _want, _cmp_add, \
 		  _swap, _orig) \
-	((struct ra_op){ .what = (_what), .opcode = (_op), \
+	((struct vt_op){ .what = (_what), .opcode = (_op), \
 			 .loff = RA_L_ATOM + 64 * (_slot), .len = 8, \
 			 .raddr = (_raddr), .rkey = (_rkey), .want = (_want), \
 			 .compare_add = (_cmp_add), .swap = (_swap), \
 			 .want_orig = (_orig) })
 
-static bool ra_is_atomic(enum ibv_wr_opcode op)
-{
-	return op == IBV_WR_ATOMIC_FETCH_AND_ADD ||
-	       op == IBV_WR_ATOMIC_CMP_AND_SWP;
-}
-
-/* s5: the atomics and the READ of what they left. */
-static int build_atomic_ops(const struct ra_offer *p, struct ra_op *ops)
+static int build_atomic_ops(const struct ra_offer *p, struct vt_op *ops)
 {
 	const uint64_t a = p->atom_addr;
 	const uint32_t k = p->atom_rkey;
@@ -466,7 +349,7 @@ static int build_atomic_ops(const struct ra_offer *p, struct ra_op *ops)
 }
 
 /* The valid READ and WRITE posted behind a violation: both flushed. */
-static int add_trailers(const struct ra_offer *p, struct ra_op *ops, int n)
+static int add_trailers(const struct ra_offer *p, struct vt_op *ops, int n)
 {
 	ops[n++] = RA_OP("trailing READ", IBV_WR_RDMA_READ, RA_L_PROBE + 64, 8,
 			 p->rw_addr + RA_PROBE_OFF, p->rw_rkey,
@@ -478,10 +361,10 @@ static int add_trailers(const struct ra_offer *p, struct ra_op *ops, int n)
 }
 
 /* The WRs of scenario @sc, in posting order; how many. */
-static int build_ops(const struct ra_client *c, int sc, struct ra_op *ops)
+static int build_ops(const struct ra_client *c, int sc, struct vt_op *ops)
 {
 	const struct ra_offer *p = &c->peer;
-	struct ra_op read_after = RA_OP("READ after it", IBV_WR_RDMA_READ,
+	struct vt_op read_after = RA_OP("READ after it", IBV_WR_RDMA_READ,
 					RA_L_PROBE, 8,
 					p->rw_addr + RA_PROBE_OFF, p->rw_rkey,
 					IBV_WC_REM_ACCESS_ERR);
@@ -547,61 +430,6 @@ static int build_ops(const struct ra_client *c, int sc, struct ra_op *ops)
 	return add_trailers(p, ops, n);
 }
 
-static int client_post(struct ra_client *c, const struct ra_op *ops, int n)
-{
-	struct ibv_send_wr wr[RA_MAX_OPS], *bad;
-	struct ibv_sge sge[RA_MAX_OPS];
-	int i;
-
-	memset(wr, 0, sizeof(wr));
-	for (i = 0; i < n; i++) {
-		sge[i] = (struct ibv_sge){
-			.addr = (uintptr_t)(c->buf + ops[i].loff),
-			.length = ops[i].len,
-			.lkey = c->mr->lkey,
-		};
-		wr[i].wr_id = i;
-		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
-		wr[i].sg_list = &sge[i];
-		wr[i].num_sge = 1;
-		wr[i].opcode = ops[i].opcode;
-		wr[i].send_flags = IBV_SEND_SIGNALED;
-		if (ra_is_atomic(ops[i].opcode)) {
-			wr[i].wr.atomic.remote_addr = ops[i].raddr;
-			wr[i].wr.atomic.rkey = ops[i].rkey;
-			wr[i].wr.atomic.compare_add = ops[i].compare_add;
-			wr[i].wr.atomic.swap = ops[i].swap;
-			continue;
-		}
-		wr[i].wr.rdma.remote_addr = ops[i].raddr;
-		wr[i].wr.rdma.rkey = ops[i].rkey;
-	}
-	return ibv_post_send(c->id->qp, wr, &bad);
-}
-
-/* Short names for the statuses this test expects, in check names. */
-static const char *wc_status_name(enum ibv_wc_status status)
-{
-	switch (status) {
-	case IBV_WC_SUCCESS:
-		return "SUCCESS";
-	case IBV_WC_REM_ACCESS_ERR:
-		return "REM_ACCESS_ERR";
-	case IBV_WC_REM_OP_ERR:
-		return "REM_OP_ERR";
-	case IBV_WC_REM_INV_REQ_ERR:
-		return "REM_INV_REQ_ERR";
-	case IBV_WC_WR_FLUSH_ERR:
-		return "WR_FLUSH_ERR";
-	case IBV_WC_LOC_PROT_ERR:
-		return "LOC_PROT_ERR";
-	case IBV_WC_GENERAL_ERR:
-		return "GENERAL_ERR";
-	default:
-		return ibv_wc_status_str(status);
-	}
-}
-
 static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op)
 {
 	switch (op) {
@@ -617,22 +445,23 @@ static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op)
 }
 
 /* The i-th completion against the i-th WR; true if it matches. */
-static bool check_wc(int sc, int i, const struct ra_op *op,
+static bool check_wc(int sc, int i, const struct vt_op *op,
 		     const struct ibv_wc *wc, struct ibv_qp *qp)
 {
 	char name[96];
 
 	snprintf(name, sizeof(name), "s%d wc%d %s -> %s", sc, i, op->what,
-		 wc_status_name(op->want));
+		 vt_wc_status_name(op->want));
 	if (wc->wr_id != (uint64_t)i) {
 		vt_fail(name, "completion %d is for wr_id %llu (%s): not in "
 			"posting order", i, (unsigned long long)wc->wr_id,
-			wc_status_name(wc->status));
+			vt_wc_status_name(wc->status));
 		return false;
 	}
 	if (wc->status != op->want) {
 		vt_fail(name, "status %s (%d), vendor_err %#x",
-			wc_status_name(wc->status), wc->status, wc->vendor_err);
+			vt_wc_status_name(wc->status), wc->status,
+			wc->vendor_err);
 		return false;
 	}
 	if (wc->qp_num != qp->qp_num) {
@@ -646,7 +475,7 @@ static bool check_wc(int sc, int i, const struct ra_op *op,
 		return false;
 	}
 	if (wc->status == IBV_WC_SUCCESS &&
-	    (op->opcode == IBV_WR_RDMA_READ || ra_is_atomic(op->opcode)) &&
+	    (op->opcode == IBV_WR_RDMA_READ || vt_is_atomic(op->opcode)) &&
 	    wc->byte_len != op->len) {
 		vt_fail(name, "byte_len %u, expected %u", wc->byte_len,
 			op->len);
@@ -658,7 +487,7 @@ static bool check_wc(int sc, int i, const struct ra_op *op,
 
 /* The completions of @ops, in order, and no more; true if all match. */
 static bool client_check_wcs(struct ra_client *c, int sc,
-			     const struct ra_op *ops, int n)
+			     const struct vt_op *ops, int n)
 {
 	long long start = vt_now_ms();
 	struct ibv_wc wc[RA_MAX_OPS + 1];
@@ -666,24 +495,24 @@ static bool client_check_wcs(struct ra_client *c, int sc,
 	char name[96];
 	int got, i;
 
-	got = vt_poll_cq_until(c->cq, wc, n, vt_deadline_in(RA_CQ_MS));
+	got = vt_poll_cq_until(c->ep.cq, wc, n, vt_deadline_in(RA_CQ_MS));
 	for (i = 0; i < n; i++) {
 		if (i < got) {
-			ok &= check_wc(sc, i, &ops[i], &wc[i], c->id->qp);
+			ok &= check_wc(sc, i, &ops[i], &wc[i], c->ep.id->qp);
 			continue;
 		}
 		ok = false;
 		snprintf(name, sizeof(name), "s%d wc%d %s -> %s", sc, i,
-			 ops[i].what, wc_status_name(ops[i].want));
+			 ops[i].what, vt_wc_status_name(ops[i].want));
 		vt_fail(name, "no completion within %lld ms (%d of %d arrived)",
 			vt_now_ms() - start, got, n);
 	}
 	usleep(100000);
-	got = ibv_poll_cq(c->cq, 1, wc);
+	got = ibv_poll_cq(c->ep.cq, 1, wc);
 	snprintf(name, sizeof(name), "s%d no extra completion", sc);
 	vt_check(got == 0, name, "wr_id %llu status %s",
 		 (unsigned long long)wc[0].wr_id,
-		 got > 0 ? wc_status_name(wc[0].status) : "poll error");
+		 got > 0 ? vt_wc_status_name(wc[0].status) : "poll error");
 	return ok && got == 0;
 }
 
@@ -695,7 +524,7 @@ static void client_check_s0_data(struct ra_client *c)
 		 "byte %ld is %#x, expected %#x", off,
 		 off < 0 ? 0 : c->buf[RA_L_BACK + off],
 		 off < 0 ? 0 : s0_byte(off));
-	off = find_not(c->buf + RA_L_PROBE, 8, RA_TARGET_FILL);
+	off = vt_find_not(c->buf + RA_L_PROBE, 8, RA_TARGET_FILL);
 	vt_check(off < 0, "s0 READ of the last 8 bytes returns the fill",
 		 "byte %ld is %#x, expected %#x", off,
 		 off < 0 ? 0 : c->buf[RA_L_PROBE + off], RA_TARGET_FILL);
@@ -715,14 +544,14 @@ static uint64_t load_u64(const uint8_t *p)
  * the fill (zero) if it was refused.
  */
 static void client_check_atomic_results(struct ra_client *c, int sc,
-					const struct ra_op *ops, int n)
+					const struct vt_op *ops, int n)
 {
 	char name[96];
 	uint64_t got;
 	int i;
 
 	for (i = 0; i < n; i++) {
-		if (!ra_is_atomic(ops[i].opcode))
+		if (!vt_is_atomic(ops[i].opcode))
 			continue;
 		got = load_u64(c->buf + ops[i].loff);
 		if (ops[i].want == IBV_WC_SUCCESS) {
@@ -770,10 +599,10 @@ static void client_wait_disconnected(struct ra_client *c, int sc)
 	int rv;
 
 	snprintf(name, sizeof(name), "s%d DISCONNECTED", sc);
-	rv = vt_cm_expect(c->ch, RDMA_CM_EVENT_DISCONNECTED, RA_DISC_MS, &ev,
-			  c->why, sizeof(c->why));
+	rv = vt_cm_expect(c->ep.ch, RDMA_CM_EVENT_DISCONNECTED, RA_DISC_MS, &ev,
+			  c->ep.why, sizeof(c->ep.why));
 	if (rv) {
-		vt_fail(name, "%s", c->why);
+		vt_fail(name, "%s", c->ep.why);
 		return;
 	}
 	if (!ra_valid_scenario(sc))
@@ -807,7 +636,7 @@ static uint32_t pick_bad_rkey(const struct ra_offer *p)
 
 static void client_scenario(struct ra_client *c, int sc, bool first)
 {
-	struct ra_op ops[RA_MAX_OPS];
+	struct vt_op ops[RA_MAX_OPS];
 	bool wcs_ok = false;
 	char name[64];
 	int n, rv;
@@ -821,7 +650,7 @@ static void client_scenario(struct ra_client *c, int sc, bool first)
 		vt_info("s%d uses rkey %#x", sc, c->bad_rkey);
 	}
 	n = build_ops(c, sc, ops);
-	rv = client_post(c, ops, n);
+	rv = vt_post_ops(c->ep.id->qp, c->buf, c->ep.mr->lkey, ops, n);
 	snprintf(name, sizeof(name), "s%d post %d WRs", sc, n);
 	vt_check(!rv, name, "ibv_post_send: %s", strerror(rv));
 	if (!rv)
@@ -836,44 +665,34 @@ static void client_scenario(struct ra_client *c, int sc, bool first)
 		else
 			vt_fail("valid scenario data",
 				"s%d not checked: the WRs did not succeed", sc);
-		if (rdma_disconnect(c->id))
+		if (rdma_disconnect(c->ep.id))
 			vt_fail("rdma_disconnect", "s%d: %s", sc,
 				strerror(errno));
 	} else {
 		snprintf(name, sizeof(name), "s%d client QP in ERR", sc);
-		check_qp_err(name, c->id->qp, RA_QP_ERR_MS);
+		check_qp_err(name, c->ep.id->qp, RA_QP_ERR_MS);
 	}
 	client_wait_disconnected(c, sc);
-	client_close(c);
+	vt_ep_close(&c->ep);
 }
 
 /* Post one batch of FetchAdd 1 on the shared word; results from @slot. */
 static int conc_post(struct ra_client *c, int slot)
 {
-	struct ibv_send_wr wr[RA_CONC_BATCH], *bad;
-	struct ibv_sge sge[RA_CONC_BATCH];
+	struct vt_op ops[RA_CONC_BATCH];
 	int i;
 
-	memset(wr, 0, sizeof(wr));
+	memset(ops, 0, sizeof(ops));
 	for (i = 0; i < RA_CONC_BATCH; i++) {
-		sge[i] = (struct ibv_sge){
-			.addr = (uintptr_t)(c->buf + RA_L_CONC +
-					    8 * (slot + i)),
-			.length = 8,
-			.lkey = c->mr->lkey,
-		};
-		wr[i].wr_id = slot + i;
-		wr[i].next = i + 1 < RA_CONC_BATCH ? &wr[i + 1] : NULL;
-		wr[i].sg_list = &sge[i];
-		wr[i].num_sge = 1;
-		wr[i].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-		wr[i].send_flags = IBV_SEND_SIGNALED;
-		wr[i].wr.atomic.remote_addr = c->peer.atom_addr +
-					      8 * RA_CONC_WORD;
-		wr[i].wr.atomic.rkey = c->peer.atom_rkey;
-		wr[i].wr.atomic.compare_add = 1;
+		ops[i].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		ops[i].loff = RA_L_CONC + 8 * (slot + i);
+		ops[i].len = 8;
+		ops[i].raddr = c->peer.atom_addr + 8 * RA_CONC_WORD;
+		ops[i].rkey = c->peer.atom_rkey;
+		ops[i].compare_add = 1;
 	}
-	return ibv_post_send(c->id->qp, wr, &bad);
+	return vt_post_ops(c->ep.id->qp, c->buf, c->ep.mr->lkey, ops,
+			   RA_CONC_BATCH);
 }
 
 /* A batch's completions: all there, successful FetchAdds of 8 bytes. */
@@ -882,7 +701,7 @@ static bool conc_reap(struct ra_client *c, const char *qp_name)
 	struct ibv_wc wc[RA_CONC_BATCH];
 	int got, i;
 
-	got = vt_poll_cq_until(c->cq, wc, RA_CONC_BATCH,
+	got = vt_poll_cq_until(c->ep.cq, wc, RA_CONC_BATCH,
 			       vt_deadline_in(RA_CQ_MS));
 	for (i = 0; i < got; i++)
 		if (wc[i].status != IBV_WC_SUCCESS ||
@@ -892,7 +711,7 @@ static bool conc_reap(struct ra_client *c, const char *qp_name)
 		return true;
 	vt_fail("s9/s10 FetchAdds complete", "QP %s: %d of %d completions, "
 		"%s", qp_name, got, RA_CONC_BATCH,
-		i < got ? wc_status_name(wc[i].status) : "timed out");
+		i < got ? vt_wc_status_name(wc[i].status) : "timed out");
 	return false;
 }
 
@@ -939,8 +758,8 @@ static void client_concurrent(struct ra_client *a, struct ra_client *b)
 	if (!client_connect_retry(a, RA_S_CONC_A, false))
 		return;
 	if (!client_connect_retry(b, RA_S_CONC_B, false)) {
-		rdma_disconnect(a->id);
-		client_close(a);
+		rdma_disconnect(a->ep.id);
+		vt_ep_close(&a->ep);
 		return;
 	}
 	for (slot = 0; ok && slot < RA_CONC_OPS; slot += RA_CONC_BATCH) {
@@ -953,12 +772,12 @@ static void client_concurrent(struct ra_client *a, struct ra_client *b)
 	}
 	if (ok)
 		conc_check_values(a->buf);
-	if (rdma_disconnect(a->id) || rdma_disconnect(b->id))
+	if (rdma_disconnect(a->ep.id) || rdma_disconnect(b->ep.id))
 		vt_fail("rdma_disconnect", "s9/s10: %s", strerror(errno));
 	client_wait_disconnected(a, RA_S_CONC_A);
 	client_wait_disconnected(b, RA_S_CONC_B);
-	client_close(a);
-	client_close(b);
+	vt_ep_close(&a->ep);
+	vt_ep_close(&b->ep);
 }
 
 static int run_client(const char *host, const char *port)
@@ -998,8 +817,7 @@ static int run_client(const char *host, const char *port)
 /* ---- server -------------------------------------------------------------- */
 
 struct ra_conn {
-	struct rdma_cm_id *id;
-	struct ibv_cq *cq;
+	struct vt_ep ep;
 	int scenario;
 	bool established;
 	long long accepted;	/* when the request came */
@@ -1007,10 +825,7 @@ struct ra_conn {
 };
 
 struct ra_server {
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *listen;
-	struct ibv_context *verbs;
-	struct ibv_pd *pd;
+	struct vt_server srv;
 	uint8_t *target;
 	uint8_t *local;
 	uint8_t *stale;
@@ -1022,15 +837,6 @@ struct ra_server {
 	struct ra_conn conn[RA_NUM_SCENARIOS];
 	bool done[RA_NUM_SCENARIOS];
 };
-
-static uint8_t *alloc_filled(size_t len, uint8_t fill)
-{
-	uint8_t *p = aligned_alloc(4096, len);
-
-	if (p)
-		memset(p, fill, len);
-	return p;
-}
 
 static void atom_fill(uint64_t *atom)
 {
@@ -1049,7 +855,7 @@ static int server_setup_atom(struct ra_server *s)
 		return -1;
 	}
 	atom_fill(s->atom);
-	s->mr_atom = ibv_reg_mr(s->pd, s->atom, RA_ATOM_LEN,
+	s->mr_atom = ibv_reg_mr(s->srv.pd, s->atom, RA_ATOM_LEN,
 				IBV_ACCESS_LOCAL_WRITE |
 				IBV_ACCESS_REMOTE_READ |
 				IBV_ACCESS_REMOTE_ATOMIC);
@@ -1071,25 +877,20 @@ static int server_setup_mrs(struct ra_server *s)
 		     IBV_ACCESS_REMOTE_READ;
 	struct ibv_mr *stale;
 
-	s->target = alloc_filled(RA_TARGET_LEN, RA_TARGET_FILL);
-	s->local = alloc_filled(RA_LOCAL_LEN, RA_LOCAL_FILL);
-	s->stale = alloc_filled(RA_STALE_LEN, RA_STALE_FILL);
+	s->target = vt_alloc_filled(RA_TARGET_LEN, RA_TARGET_FILL);
+	s->local = vt_alloc_filled(RA_LOCAL_LEN, RA_LOCAL_FILL);
+	s->stale = vt_alloc_filled(RA_STALE_LEN, RA_STALE_FILL);
 	if (!s->target || !s->local || !s->stale) {
 		vt_fail("setup", "out of memory");
 		return -1;
 	}
-	s->pd = ibv_alloc_pd(s->verbs);
-	if (!s->pd) {
-		vt_fail("setup", "ibv_alloc_pd: %s", strerror(errno));
-		return -1;
-	}
-	s->mr_rw = ibv_reg_mr(s->pd, s->target, RA_TARGET_LEN, remote);
-	s->mr_local = ibv_reg_mr(s->pd, s->local, RA_LOCAL_LEN,
+	s->mr_rw = ibv_reg_mr(s->srv.pd, s->target, RA_TARGET_LEN, remote);
+	s->mr_local = ibv_reg_mr(s->srv.pd, s->local, RA_LOCAL_LEN,
 				 IBV_ACCESS_LOCAL_WRITE);
 	if (server_setup_atom(s))
 		return -1;
 	/* Registered last so that no later registration reuses its index. */
-	stale = ibv_reg_mr(s->pd, s->stale, RA_STALE_LEN, remote);
+	stale = ibv_reg_mr(s->srv.pd, s->stale, RA_STALE_LEN, remote);
 	if (!s->mr_rw || !s->mr_local || !stale) {
 		vt_fail("setup", "ibv_reg_mr: %s", strerror(errno));
 		return -1;
@@ -1108,19 +909,9 @@ static int server_setup_mrs(struct ra_server *s)
 static int server_listen(struct ra_server *s, const char *host,
 			 const char *port)
 {
-	if (vt_bind_listener(host, port, &s->ch, &s->listen))
+	if (vt_server_open(&s->srv, host, port) || server_setup_mrs(s))
 		return -1;
-	s->verbs = s->listen->verbs;
-	vt_info("server on %s port %s, device %s", host, port,
-		ibv_get_device_name(s->verbs->device));
-	if (server_setup_mrs(s))
-		return -1;
-	if (rdma_listen(s->listen, RA_NUM_SCENARIOS)) {
-		vt_fail("setup", "rdma_listen: %s", strerror(errno));
-		return -1;
-	}
-	vt_info("listening");
-	return 0;
+	return vt_server_listen(&s->srv, RA_NUM_SCENARIOS);
 }
 
 static void server_close(struct ra_server *s)
@@ -1131,12 +922,7 @@ static void server_close(struct ra_server *s)
 		ibv_dereg_mr(s->mr_local);
 	if (s->mr_atom)
 		ibv_dereg_mr(s->mr_atom);
-	if (s->pd)
-		ibv_dealloc_pd(s->pd);
-	if (s->listen)
-		rdma_destroy_id(s->listen);
-	if (s->ch)
-		rdma_destroy_event_channel(s->ch);
+	vt_server_close(&s->srv);
 	free(s->target);
 	free(s->local);
 	free(s->stale);
@@ -1161,12 +947,7 @@ static void server_offer(const struct ra_server *s, int sc,
 
 static void conn_free(struct ra_conn *conn)
 {
-	if (conn->id && conn->id->qp)
-		rdma_destroy_qp(conn->id);
-	if (conn->cq)
-		ibv_destroy_cq(conn->cq);
-	if (conn->id)
-		rdma_destroy_id(conn->id);
+	vt_ep_close(&conn->ep);
 	memset(conn, 0, sizeof(*conn));
 }
 
@@ -1189,25 +970,19 @@ static int server_accept(struct ra_server *s, struct ra_conn *conn)
 		.responder_resources = RA_RD_DEPTH,
 		.initiator_depth = RA_RD_DEPTH,
 	};
-	const char *step = "ibv_create_cq";
 
-	conn->cq = ibv_create_cq(s->verbs, 16, NULL, NULL, 0);
-	if (!conn->cq)
-		goto err;
-	attr.send_cq = conn->cq;
-	attr.recv_cq = conn->cq;
-	step = "rdma_create_qp";
-	if (rdma_create_qp(conn->id, s->pd, &attr))
-		goto err;
+	if (vt_ep_qp(&conn->ep, s->srv.pd, 16, &attr)) {
+		vt_fail("server accept", "s%d %s", conn->scenario,
+			conn->ep.why);
+		return -1;
+	}
 	server_offer(s, conn->scenario, &offer);
-	step = "rdma_accept";
-	if (rdma_accept(conn->id, &param))
-		goto err;
+	if (rdma_accept(conn->ep.id, &param)) {
+		vt_fail("server accept", "s%d rdma_accept: %s",
+			conn->scenario, strerror(errno));
+		return -1;
+	}
 	return 0;
-err:
-	vt_fail("server accept", "s%d %s: %s", conn->scenario, step,
-		strerror(errno));
-	return -1;
 }
 
 static void server_request(struct ra_server *s, struct rdma_cm_event *ev)
@@ -1223,17 +998,17 @@ static void server_request(struct ra_server *s, struct rdma_cm_event *ev)
 	rdma_ack_cm_event(ev);
 	sc = (int)be32toh(hello.scenario);
 	if (be32toh(hello.magic) != RA_MAGIC || sc < 0 ||
-	    sc >= RA_NUM_SCENARIOS || s->conn[sc].id ||
-	    id->verbs != s->verbs) {
+	    sc >= RA_NUM_SCENARIOS || s->conn[sc].ep.id ||
+	    id->verbs != s->srv.verbs) {
 		vt_fail("server connect request", "rejected: magic %#x "
 			"scenario %d%s", be32toh(hello.magic), sc,
-			id->verbs != s->verbs ? " on another device" : "");
+			id->verbs != s->srv.verbs ? " on another device" : "");
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
 		return;
 	}
 	conn = &s->conn[sc];
-	conn->id = id;
+	conn->ep.id = id;
 	conn->scenario = sc;
 	conn->accepted = vt_now_ms();
 	conn->deadline = vt_deadline_in(RA_SERVER_CONN_MS);
@@ -1269,13 +1044,13 @@ static void server_check_target(struct ra_server *s, int sc)
 		snprintf(name, sizeof(name), "server s0 rest of target "
 			 "unchanged");
 	} else {
-		if (s->conn[RA_S_VALID].id)
+		if (s->conn[RA_S_VALID].ep.id)
 			start = RA_S0_LEN;
 		snprintf(name, sizeof(name), "server s%d target unchanged",
 			 sc);
 	}
-	off = find_not(s->target + start, RA_TARGET_LEN - start,
-		       RA_TARGET_FILL);
+	off = vt_find_not(s->target + start, RA_TARGET_LEN - start,
+			  RA_TARGET_FILL);
 	if (off >= 0)
 		off += start;
 	vt_check(off < 0, name, "byte %ld is %#x", off,
@@ -1286,7 +1061,7 @@ static void server_check_target(struct ra_server *s, int sc)
 /* Whether connection @other, not @sc itself, is still open. */
 static bool other_open(const struct ra_server *s, int sc, int other)
 {
-	return other != sc && s->conn[other].id;
+	return other != sc && s->conn[other].ep.id;
 }
 
 /*
@@ -1350,15 +1125,15 @@ static void server_check(struct ra_server *s, struct ra_conn *conn)
 	int got;
 
 	snprintf(name, sizeof(name), "server s%d QP in ERR", sc);
-	check_qp_err(name, conn->id->qp, RA_QP_ERR_MS);
+	check_qp_err(name, conn->ep.id->qp, RA_QP_ERR_MS);
 
-	got = ibv_poll_cq(conn->cq, 1, &wc);
+	got = ibv_poll_cq(conn->ep.cq, 1, &wc);
 	snprintf(name, sizeof(name), "server s%d no completions", sc);
 	vt_check(got == 0, name, "wr_id %llu status %s",
 		 (unsigned long long)wc.wr_id,
-		 got > 0 ? wc_status_name(wc.status) : "poll error");
+		 got > 0 ? vt_wc_status_name(wc.status) : "poll error");
 
-	off = find_not(s->local, RA_LOCAL_LEN, RA_LOCAL_FILL);
+	off = vt_find_not(s->local, RA_LOCAL_LEN, RA_LOCAL_FILL);
 	snprintf(name, sizeof(name), "server s%d mr_local unchanged", sc);
 	vt_check(off < 0, name, "byte %ld is %#x", off,
 		 off < 0 ? 0 : s->local[off]);
@@ -1407,16 +1182,6 @@ static void server_conn_event(struct ra_server *s, struct ra_conn *conn,
 	s->done[sc] = true;
 }
 
-static bool server_all_done(const struct ra_server *s)
-{
-	int i;
-
-	for (i = 0; i < RA_NUM_SCENARIOS; i++)
-		if (!s->done[i])
-			return false;
-	return true;
-}
-
 /* The earliest deadline: the run's or a connection's. */
 static long long server_next_deadline(struct ra_server *s)
 {
@@ -1424,7 +1189,7 @@ static long long server_next_deadline(struct ra_server *s)
 	int i;
 
 	for (i = 0; i < RA_NUM_SCENARIOS; i++)
-		if (s->conn[i].id && s->conn[i].deadline < d)
+		if (s->conn[i].ep.id && s->conn[i].deadline < d)
 			d = s->conn[i].deadline;
 	return d;
 }
@@ -1439,13 +1204,13 @@ static void server_expire(struct ra_server *s)
 	for (i = 0; i < RA_NUM_SCENARIOS; i++) {
 		struct ra_conn *conn = &s->conn[i];
 
-		if (!conn->id || conn->deadline > now)
+		if (!conn->ep.id || conn->deadline > now)
 			continue;
 		snprintf(name, sizeof(name), "server s%d %s", i,
 			 conn->established ? "DISCONNECTED" : "established");
 		vt_fail(name, "not within %lld ms of the connection request",
 			now - conn->accepted);
-		rdma_disconnect(conn->id);
+		rdma_disconnect(conn->ep.id);
 		conn_free(conn);
 		s->done[i] = true;
 	}
@@ -1456,35 +1221,26 @@ static void server_loop(struct ra_server *s)
 	struct rdma_cm_event *ev;
 	int i, rv;
 
-	while (!server_all_done(s) && vt_ms_left(vt_run_deadline)) {
-		rv = vt_cm_get(s->ch, server_next_deadline(s), &ev);
+	while (!vt_all_set(s->done, RA_NUM_SCENARIOS) &&
+	       vt_ms_left(vt_run_deadline)) {
+		rv = vt_server_event(s->srv.ch, server_next_deadline(s), &ev);
 		if (rv == -ETIMEDOUT) {
 			server_expire(s);
 			continue;
 		}
-		if (rv) {
-			vt_fail("server events", "rdma_get_cm_event: %s",
-				strerror(-rv));
+		if (rv)
 			break;
-		}
-		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 			server_request(s, ev);
-		} else if (ev->id != s->listen && ev->id->context) {
+		else if (ev->id != s->srv.listen && ev->id->context)
 			server_conn_event(s, ev->id->context, ev);
-		} else {
-			enum rdma_cm_event_type type = ev->event;
-
-			rdma_ack_cm_event(ev);
-			vt_fail("server events", "%s on the listening id",
-				rdma_event_str(type));
-			if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
-				break;
-		}
+		else if (vt_stray_event(ev, true))
+			break;
 	}
 	for (i = 0; i < RA_NUM_SCENARIOS; i++) {
-		if (s->conn[i].id) {
+		if (s->conn[i].ep.id) {
 			vt_fail("server run time", "s%d still connected", i);
-			rdma_disconnect(s->conn[i].id);
+			rdma_disconnect(s->conn[i].ep.id);
 			conn_free(&s->conn[i]);
 		} else if (!s->done[i]) {
 			vt_fail("server run time", "no connection for s%d", i);
@@ -1492,27 +1248,9 @@ static void server_loop(struct ra_server *s)
 	}
 }
 
-static int run_server(const char *host, const char *port)
-{
-	struct ra_server s = { 0 };
-
-	if (!server_listen(&s, host, port))
-		server_loop(&s);
-	server_close(&s);
-	return 0;
-}
+VT_RUN_SERVER(struct ra_server, server_listen, server_loop, server_close);
 
 /* ---- main ---------------------------------------------------------------- */
 
-int main(int argc, char **argv)
-{
-	static const struct vt_prog prog = {
-		.port = RA_DEFAULT_PORT,
-		.client_secs = RA_CLIENT_SECS,
-		.server_secs = RA_SERVER_SECS,
-		.run_client = run_client,
-		.run_server = run_server,
-	};
-
-	return vt_main(argc, argv, &prog);
-}
+VT_MAIN(RA_DEFAULT_PORT, RA_CLIENT_SECS, RA_SERVER_SECS, run_client,
+	run_server);

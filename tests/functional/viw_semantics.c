@@ -196,6 +196,26 @@ static int post_send(struct ibv_qp *qp, struct ibv_mr *mr, uint64_t wr_id,
 }
 
 /*
+ * Completion @i for @wr_id, one of the @n WRs of @kind from @base, must
+ * be WR number *@next of them: 1 if so (*@next moves on), 0 if @wr_id is
+ * not of @kind, -1 after a FAIL @name if it is out of order.
+ */
+static int in_order(const char *name, const char *kind, int i,
+		    uint64_t wr_id, uint64_t base, int n, int *next)
+{
+	if (!n || wr_id < base || wr_id >= base + n)
+		return 0;
+	if (wr_id != base + *next) {
+		vt_fail(name, "completion %d: %s wr_id %llu, expected %llu "
+			"(out of order)", i, kind, (unsigned long long)wr_id,
+			(unsigned long long)(base + *next));
+		return -1;
+	}
+	(*next)++;
+	return 1;
+}
+
+/*
  * Check @n completions: each FLUSH_ERR; the receive ones (wr_id in
  * [rbase, rbase + nr)) in order, the send ones ([sbase, sbase + ns)) in
  * order.  Returns true if all good; reports one FAIL @name otherwise.
@@ -203,7 +223,7 @@ static int post_send(struct ibv_qp *qp, struct ibv_mr *mr, uint64_t wr_id,
 static bool check_flushed(const char *name, const struct ibv_wc *wc, int n,
 			  uint64_t rbase, int nr, uint64_t sbase, int ns)
 {
-	int i, r = 0, s = 0;
+	int i, rv, r = 0, s = 0;
 
 	if (n != nr + ns) {
 		vt_fail(name, "%d completions, expected %d (%d recv + %d send)",
@@ -218,26 +238,13 @@ static bool check_flushed(const char *name, const struct ibv_wc *wc, int n,
 				ibv_wc_status_str(wc[i].status));
 			return false;
 		}
-		if (nr && wc[i].wr_id >= rbase && wc[i].wr_id < rbase + nr) {
-			if (wc[i].wr_id != rbase + r) {
-				vt_fail(name, "completion %d: recv wr_id %llu, "
-					"expected %llu (out of order)", i,
-					(unsigned long long)wc[i].wr_id,
-					(unsigned long long)(rbase + r));
-				return false;
-			}
-			r++;
-		} else if (ns && wc[i].wr_id >= sbase &&
-			   wc[i].wr_id < sbase + ns) {
-			if (wc[i].wr_id != sbase + s) {
-				vt_fail(name, "completion %d: send wr_id %llu, "
-					"expected %llu (out of order)", i,
-					(unsigned long long)wc[i].wr_id,
-					(unsigned long long)(sbase + s));
-				return false;
-			}
-			s++;
-		} else {
+		rv = in_order(name, "recv", i, wc[i].wr_id, rbase, nr, &r);
+		if (!rv)
+			rv = in_order(name, "send", i, wc[i].wr_id, sbase, ns,
+				      &s);
+		if (rv < 0)
+			return false;
+		if (!rv) {
 			vt_fail(name, "completion %d: unexpected wr_id %llu", i,
 				(unsigned long long)wc[i].wr_id);
 			return false;
@@ -279,12 +286,8 @@ static bool wait_async(struct ibv_context *ctx, enum ibv_event_type type,
 struct conn {
 	const char *side;
 	struct sockaddr_storage addr;
-	struct rdma_event_channel *ch;
+	struct vt_ep ep;
 	struct rdma_cm_id *listen;
-	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
 	uint8_t *buf;
 	int cq_depth;
 	int sq_depth;
@@ -331,31 +334,15 @@ static void record(struct conn *c, struct rdma_cm_event *ev)
 	}
 }
 
-/* The address, a failure reported as FAIL setup; 0 or -1. */
-static int resolve(const char *host, const char *port, bool passive,
-		   struct sockaddr_storage *ss)
-{
-	int rv = vt_getaddr(host, port, passive, ss);
-
-	if (rv) {
-		vt_fail("setup", "getaddrinfo %s: %s", host, gai_strerror(rv));
-		return -1;
-	}
-	return 0;
-}
-
 static int make_channel(struct conn *c)
 {
-	int flags;
+	char why[256];
 
-	c->ch = rdma_create_event_channel();
-	if (!c->ch) {
-		vt_fail("setup", "rdma_create_event_channel: %s",
-			strerror(errno));
+	c->ep.ch = vt_create_channel(why, sizeof(why));
+	if (!c->ep.ch) {
+		vt_fail("setup", "%s", why);
 		return -1;
 	}
-	flags = fcntl(c->ch->fd, F_GETFL);
-	fcntl(c->ch->fd, F_SETFL, flags | O_NONBLOCK);
 	return 0;
 }
 
@@ -369,7 +356,7 @@ static int next_event(struct conn *c, long long deadline,
 		      struct rdma_cm_event **req)
 {
 	struct rdma_cm_event *ev;
-	int rv = vt_cm_get(c->ch, deadline, &ev);
+	int rv = vt_cm_get(c->ep.ch, deadline, &ev);
 
 	if (rv)
 		return rv;
@@ -462,17 +449,17 @@ static int alloc_res(struct conn *c, struct ibv_context *verbs)
 	if (!c->buf)
 		return -1;
 	memset(c->buf, 0x5a, SM_BUF_LEN);
-	c->pd = ibv_alloc_pd(verbs);
-	if (!c->pd)
+	c->ep.pd = ibv_alloc_pd(verbs);
+	if (!c->ep.pd)
 		goto err;
-	c->mr = ibv_reg_mr(c->pd, c->buf, SM_BUF_LEN,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			   IBV_ACCESS_REMOTE_READ);
-	if (!c->mr)
+	c->ep.mr = ibv_reg_mr(c->ep.pd, c->buf, SM_BUF_LEN,
+			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			      IBV_ACCESS_REMOTE_READ);
+	if (!c->ep.mr)
 		goto err;
-	c->cq = ibv_create_cq(verbs, c->cq_depth ? c->cq_depth : 256, NULL,
-			      NULL, 0);
-	if (!c->cq)
+	c->ep.cq = ibv_create_cq(verbs, c->cq_depth ? c->cq_depth : 256, NULL,
+				 NULL, 0);
+	if (!c->ep.cq)
 		goto err;
 	return 0;
 err:
@@ -484,7 +471,7 @@ static int create_qp(struct conn *c, struct rdma_cm_id *id)
 {
 	struct ibv_qp_init_attr attr = {
 		.qp_type = IBV_QPT_RC,
-		.send_cq = c->cq, .recv_cq = c->cq,
+		.send_cq = c->ep.cq, .recv_cq = c->ep.cq,
 		.cap = {
 			.max_send_wr = c->sq_depth ? c->sq_depth : 32,
 			.max_recv_wr = c->rq_depth ? c->rq_depth : 32,
@@ -492,35 +479,26 @@ static int create_qp(struct conn *c, struct rdma_cm_id *id)
 		},
 	};
 
-	if (rdma_create_qp(id, c->pd, &attr)) {
+	if (rdma_create_qp(id, c->ep.pd, &attr)) {
 		vt_fail("setup", "rdma_create_qp: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
 }
 
+/* The connection, then the listener, then the channel they share. */
 static void conn_close(struct conn *c)
 {
-	if (c->id && c->id->qp)
-		rdma_destroy_qp(c->id);
-	if (c->cq)
-		ibv_destroy_cq(c->cq);
-	if (c->mr)
-		ibv_dereg_mr(c->mr);
-	if (c->pd)
-		ibv_dealloc_pd(c->pd);
-	if (c->id)
-		rdma_destroy_id(c->id);
+	struct rdma_event_channel *ch = c->ep.ch;
+
+	c->ep.ch = NULL;
+	vt_ep_close(&c->ep);
 	if (c->listen)
 		rdma_destroy_id(c->listen);
-	if (c->ch)
-		rdma_destroy_event_channel(c->ch);
+	if (ch)
+		rdma_destroy_event_channel(ch);
+	c->listen = NULL;
 	free(c->buf);
-	c->id = c->listen = NULL;
-	c->cq = NULL;
-	c->mr = NULL;
-	c->pd = NULL;
-	c->ch = NULL;
 	c->buf = NULL;
 }
 
@@ -529,11 +507,11 @@ static int client_prepare(struct conn *c)
 {
 	if (make_channel(c))
 		return -1;
-	if (rdma_create_id(c->ch, &c->id, c, RDMA_PS_TCP)) {
+	if (rdma_create_id(c->ep.ch, &c->ep.id, c, RDMA_PS_TCP)) {
 		vt_fail("setup", "rdma_create_id: %s", strerror(errno));
 		return -1;
 	}
-	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&c->addr,
+	if (rdma_resolve_addr(c->ep.id, NULL, (struct sockaddr *)&c->addr,
 			      2000)) {
 		vt_fail("setup", "rdma_resolve_addr: %s", strerror(errno));
 		return -1;
@@ -541,16 +519,16 @@ static int client_prepare(struct conn *c)
 	if (!expect_event(c, RDMA_CM_EVENT_ADDR_RESOLVED, SM_EVENT_MS,
 			  "client address resolved"))
 		return -1;
-	if (rdma_resolve_route(c->id, 2000)) {
+	if (rdma_resolve_route(c->ep.id, 2000)) {
 		vt_fail("setup", "rdma_resolve_route: %s", strerror(errno));
 		return -1;
 	}
 	if (!expect_event(c, RDMA_CM_EVENT_ROUTE_RESOLVED, SM_EVENT_MS,
 			  "client route resolved"))
 		return -1;
-	if (alloc_res(c, c->id->verbs))
+	if (alloc_res(c, c->ep.id->verbs))
 		return -1;
-	return create_qp(c, c->id);
+	return create_qp(c, c->ep.id);
 }
 
 /*
@@ -573,13 +551,13 @@ static bool client_connect(struct conn *c, int nrecv, uint64_t rbase)
 		if (client_prepare(c))
 			return false;
 		for (i = 0; i < nrecv; i++)
-			if (post_recv(c->id->qp, c->mr, rbase + i,
+			if (post_recv(c->ep.id->qp, c->ep.mr, rbase + i,
 				      SM_MSG_LEN * i)) {
 				vt_fail("client post recv", "%s",
 					strerror(errno));
 				return false;
 			}
-		if (rdma_connect(c->id, &param)) {
+		if (rdma_connect(c->ep.id, &param)) {
 			vt_fail("client connect", "rdma_connect: %s",
 				strerror(errno));
 			return false;
@@ -603,8 +581,8 @@ static bool client_connect(struct conn *c, int nrecv, uint64_t rbase)
 	}
 }
 
-/* Listen and take one connection request (returned unaccepted). */
-static struct rdma_cm_event *server_wait_request(struct conn *c)
+/* Listen and take one connection request, its QP made, unaccepted. */
+static bool server_take_request(struct conn *c)
 {
 	struct rdma_cm_event *req = NULL;
 	enum rdma_cm_event_type type;
@@ -612,35 +590,36 @@ static struct rdma_cm_event *server_wait_request(struct conn *c)
 
 	c->t0 = vt_now_ms();
 	if (make_channel(c))
-		return NULL;
-	if (rdma_create_id(c->ch, &c->listen, c, RDMA_PS_TCP) ||
+		return false;
+	if (rdma_create_id(c->ep.ch, &c->listen, c, RDMA_PS_TCP) ||
 	    rdma_bind_addr(c->listen, (struct sockaddr *)&c->addr) ||
 	    rdma_listen(c->listen, 4)) {
 		vt_fail("setup", "listen: %s", strerror(errno));
-		return NULL;
+		return false;
 	}
 	if (!c->listen->verbs) {
 		vt_fail("setup", "the bind address is not an RDMA device's");
-		return NULL;
+		return false;
 	}
 	if (alloc_res(c, c->listen->verbs))
-		return NULL;
+		return false;
 	marker("LISTENING");
 	rv = next_event(c, vt_deadline_in(20000), &type, &req);
 	if (rv || type != RDMA_CM_EVENT_CONNECT_REQUEST) {
 		vt_fail("server connect request", "%s; events: %s",
 			rv ? strerror(-rv) : rdma_event_str(type), c->seq);
-		return NULL;
+		return false;
 	}
-	c->id = req->id;
-	return req;
+	c->ep.id = req->id;
+	rdma_ack_cm_event(req);
+	return !create_qp(c, c->ep.id);
 }
 
 /* Accept with the offer (our MR, a sync time @sync_in ms from now). */
 static int server_accept(struct conn *c, int sync_in)
 {
 	struct sm_offer o = {
-		.magic = htobe32(SM_MAGIC), .rkey = htobe32(c->mr->rkey),
+		.magic = htobe32(SM_MAGIC), .rkey = htobe32(c->ep.mr->rkey),
 		.addr = htobe64((uintptr_t)c->buf),
 		.sync_real = htobe64((uint64_t)(real_ms() + sync_in)),
 	};
@@ -650,23 +629,20 @@ static int server_accept(struct conn *c, int sync_in)
 	};
 
 	c->sync_real = (long long)be64toh(o.sync_real);
-	return rdma_accept(c->id, &param);
+	return rdma_accept(c->ep.id, &param);
 }
 
 /* Full server side: request, QP with @nrecv receives, accept, ESTABLISHED. */
 static bool server_connect(struct conn *c, int nrecv, uint64_t rbase,
 			   int sync_in)
 {
-	struct rdma_cm_event *req = server_wait_request(c);
 	int i;
 
-	if (!req)
-		return false;
-	rdma_ack_cm_event(req);
-	if (create_qp(c, c->id))
+	if (!server_take_request(c))
 		return false;
 	for (i = 0; i < nrecv; i++)
-		if (post_recv(c->id->qp, c->mr, rbase + i, SM_MSG_LEN * i)) {
+		if (post_recv(c->ep.id->qp, c->ep.mr, rbase + i,
+			      SM_MSG_LEN * i)) {
 			vt_fail("server post recv", "%s", strerror(errno));
 			return false;
 		}
@@ -693,10 +669,10 @@ static void check_after_close(struct conn *c, int nrecv, uint64_t rbase,
 
 	snprintf(name, sizeof(name), "%s QP in ERR after DISCONNECTED",
 		 c->side);
-	check_qp_state(name, c->id->qp, IBV_QPS_ERR);
-	n = vt_poll_cq_until(c->cq, wc, nrecv + nsend, vt_deadline_in(500));
+	check_qp_state(name, c->ep.id->qp, IBV_QPS_ERR);
+	n = vt_poll_cq_until(c->ep.cq, wc, nrecv + nsend, vt_deadline_in(500));
 	if (n == nrecv + nsend)
-		n += vt_poll_cq_until(c->cq, wc + n, 1, 0);	/* extras? */
+		n += vt_poll_cq_until(c->ep.cq, wc + n, 1, 0);	/* extras? */
 	snprintf(name, sizeof(name), "%s outstanding WRs flushed in order",
 		 c->side);
 	check_flushed(name, wc, n, rbase, nrecv, sbase, nsend);
@@ -705,11 +681,11 @@ static void check_after_close(struct conn *c, int nrecv, uint64_t rbase,
 	t = vt_now_ms();
 	snprintf(name, sizeof(name), "%s send posted after close flushed",
 		 c->side);
-	if (post_send(c->id->qp, c->mr, 9000, true)) {
+	if (post_send(c->ep.id->qp, c->ep.mr, 9000, true)) {
 		vt_fail(name, "ibv_post_send: %s", strerror(errno));
 		return;
 	}
-	n = vt_poll_cq_until(c->cq, wc, 1, vt_deadline_in(SM_PROMPT_MS));
+	n = vt_poll_cq_until(c->ep.cq, wc, 1, vt_deadline_in(SM_PROMPT_MS));
 	if (n == 1 && wc[0].wr_id == 9000 &&
 	    wc[0].status == IBV_WC_WR_FLUSH_ERR)
 		vt_pass("%s (%lld ms)", name, vt_now_ms() - t);
@@ -734,18 +710,18 @@ static void sc_flush(struct conn *c)
 
 	if (client_prepare(c))
 		return;
-	qp = c->id->qp;
+	qp = c->ep.id->qp;
 	state = vt_qp_state(qp);
 	vt_info("QP after rdma_create_qp: %s", vt_qp_state_str(state));
 	for (i = 0; i < 8; i++) {
-		rv = post_recv(qp, c->mr, 1000 + i, SM_MSG_LEN * i);
-		rv = rv ? rv : post_send(qp, c->mr, 2000 + i, i % 2 == 0);
+		rv = post_recv(qp, c->ep.mr, 1000 + i, SM_MSG_LEN * i);
+		rv = rv ? rv : post_send(qp, c->ep.mr, 2000 + i, i % 2 == 0);
 		if (rv) {
 			vt_fail("flush post", "%s", strerror(rv));
 			return;
 		}
 	}
-	n = ibv_poll_cq(c->cq, 64, wc);
+	n = ibv_poll_cq(c->ep.cq, 64, wc);
 	vt_check(n == 0, "flush nothing completes before ERR", "%d completions",
 		 n);
 	if (modify_err(qp)) {
@@ -753,21 +729,21 @@ static void sc_flush(struct conn *c)
 		return;
 	}
 	/* No waiting: the flush happened inside modify_qp. */
-	n = vt_poll_cq_until(c->cq, wc, 64, 0);
+	n = vt_poll_cq_until(c->ep.cq, wc, 64, 0);
 	check_flushed("flush 8 recv + 8 send (4 unsignaled) flushed before "
 		      "modify_qp returned", wc, n, 1000, 8, 2000, 8);
 	check_qp_state("flush QP in ERR", qp, IBV_QPS_ERR);
 
 	/* Posts in ERROR complete at once, unsignaled too. */
 	t = vt_now_ms();
-	rv = post_send(qp, c->mr, 3000, false);
-	rv = rv ? rv : post_recv(qp, c->mr, 3001, 0);
+	rv = post_send(qp, c->ep.mr, 3000, false);
+	rv = rv ? rv : post_recv(qp, c->ep.mr, 3001, 0);
 	if (rv) {
 		vt_fail("flush post in ERR", "%s", strerror(rv));
 		return;
 	}
-	n = vt_poll_cq_until(c->cq, wc, 2, vt_deadline_in(SM_PROMPT_MS));
-	n += vt_poll_cq_until(c->cq, wc + n, 1, 0);
+	n = vt_poll_cq_until(c->ep.cq, wc, 2, vt_deadline_in(SM_PROMPT_MS));
+	n += vt_poll_cq_until(c->ep.cq, wc + n, 1, 0);
 	if (n == 2 && wc[0].status == IBV_WC_WR_FLUSH_ERR &&
 	    wc[1].status == IBV_WC_WR_FLUSH_ERR &&
 	    ((wc[0].wr_id == 3000 && wc[1].wr_id == 3001) ||
@@ -781,10 +757,10 @@ static void sc_flush(struct conn *c)
 
 	/* The drain marker. */
 	for (i = 0; i < 3; i++) {
-		rv = post_send(qp, c->mr, 4000 + i, true);
+		rv = post_send(qp, c->ep.mr, 4000 + i, true);
 		if (rv)
 			break;
-		n = vt_poll_cq_until(c->cq, wc, 1,
+		n = vt_poll_cq_until(c->ep.cq, wc, 1,
 				     vt_deadline_in(SM_PROMPT_MS));
 		if (n != 1 || wc[0].wr_id != 4000u + i ||
 		    wc[0].status != IBV_WC_WR_FLUSH_ERR)
@@ -795,17 +771,17 @@ static void sc_flush(struct conn *c)
 		 rv ? strerror(rv) : "no FLUSH_ERR completion");
 
 	/* A QP on an SRQ: LAST_WQE_REACHED. */
-	c->srq = ibv_create_srq(c->pd, &sattr);
+	c->srq = ibv_create_srq(c->ep.pd, &sattr);
 	if (!c->srq) {
 		vt_fail("flush srq", "ibv_create_srq: %s", strerror(errno));
 		return;
 	}
-	qattr.send_cq = c->cq;
-	qattr.recv_cq = c->cq;
+	qattr.send_cq = c->ep.cq;
+	qattr.recv_cq = c->ep.cq;
 	qattr.srq = c->srq;
 	qattr.cap.max_send_wr = 4;
 	qattr.cap.max_send_sge = 1;
-	sqp = ibv_create_qp(c->pd, &qattr);
+	sqp = ibv_create_qp(c->ep.pd, &qattr);
 	if (!sqp) {
 		vt_fail("flush srq", "ibv_create_qp on SRQ: %s",
 			strerror(errno));
@@ -822,8 +798,8 @@ static void sc_flush(struct conn *c)
 	if (modify_err(sqp))
 		vt_fail("flush srq modify_qp(ERR)", "%s", strerror(errno));
 	else
-		vt_check(wait_async(c->id->verbs, IBV_EVENT_QP_LAST_WQE_REACHED,
-				    2000),
+		vt_check(wait_async(c->ep.id->verbs,
+				    IBV_EVENT_QP_LAST_WQE_REACHED, 2000),
 			 "flush SRQ QP gets IBV_EVENT_QP_LAST_WQE_REACHED",
 			 "not within 2 s");
 	ibv_destroy_qp(sqp);
@@ -850,7 +826,7 @@ static void sc_flush_many(struct conn *c)
 		return;
 	sge.addr = (uintptr_t)c->buf;
 	sge.length = SM_MSG_LEN;
-	sge.lkey = c->mr->lkey;
+	sge.lkey = c->ep.mr->lkey;
 	for (i = 0; i < NR; i += 100) {
 		for (j = 0; j < 100; j++) {
 			rwr[j] = (struct ibv_recv_wr){
@@ -858,7 +834,7 @@ static void sc_flush_many(struct conn *c)
 				.next = j < 99 ? &rwr[j + 1] : NULL,
 			};
 		}
-		if (ibv_post_recv(c->id->qp, rwr, &rbad)) {
+		if (ibv_post_recv(c->ep.id->qp, rwr, &rbad)) {
 			vt_fail("flush-many post recv", "at %d: %s", i,
 				strerror(errno));
 			return;
@@ -874,7 +850,7 @@ static void sc_flush_many(struct conn *c)
 				.next = j < 99 ? &swr[j + 1] : NULL,
 			};
 		}
-		if (ibv_post_send(c->id->qp, swr, &sbad)) {
+		if (ibv_post_send(c->ep.id->qp, swr, &sbad)) {
 			vt_fail("flush-many post send", "at %d: %s", i,
 				strerror(errno));
 			return;
@@ -884,16 +860,16 @@ static void sc_flush_many(struct conn *c)
 	if (!wc)
 		return;
 	t = vt_now_ms();
-	if (modify_err(c->id->qp)) {
+	if (modify_err(c->ep.id->qp)) {
 		vt_fail("flush-many modify_qp(ERR)", "%s", strerror(errno));
 		free(wc);
 		return;
 	}
 	vt_info("modify_qp(ERR) took %lld ms", vt_now_ms() - t);
-	n = vt_poll_cq_until(c->cq, wc, NR + NS + 64, 0);
+	n = vt_poll_cq_until(c->ep.cq, wc, NR + NS + 64, 0);
 	check_flushed("flush-many 4000 recv + 4000 send flushed in order "
 		      "before modify_qp returned", wc, n, 0, NR, 100000, NS);
-	check_qp_state("flush-many QP in ERR", c->id->qp, IBV_QPS_ERR);
+	check_qp_state("flush-many QP in ERR", c->ep.id->qp, IBV_QPS_ERR);
 	free(wc);
 }
 
@@ -916,18 +892,18 @@ static void sc_disconnect(struct conn *c, bool server)
 	if (!client_connect(c, 8, 500))
 		return;
 	t = vt_now_ms();
-	if (rdma_disconnect(c->id)) {
+	if (rdma_disconnect(c->ep.id)) {
 		vt_fail("client rdma_disconnect", "%s", strerror(errno));
 		return;
 	}
 	t = vt_now_ms() - t;
 	vt_check(t < 500, "client rdma_disconnect returns at once",
 		 "took %lld ms", t);
-	state = vt_qp_state(c->id->qp);
+	state = vt_qp_state(c->ep.id->qp);
 	vt_info("client QP right after rdma_disconnect: %s",
 		vt_qp_state_str(state));
 	/* Queued while closing: must be flushed when the close completes. */
-	if (post_send(c->id->qp, c->mr, 600, true)) {
+	if (post_send(c->ep.id->qp, c->ep.mr, 600, true)) {
 		vt_info("post_send while closing refused: %s", strerror(errno));
 		state = -1;
 	} else {
@@ -960,7 +936,7 @@ static void sc_both(struct conn *c, bool server)
 	vt_info("disconnecting in %lld ms", wait);
 	if (wait > 0 && wait < 5000)
 		usleep(wait * 1000);
-	if (rdma_disconnect(c->id))
+	if (rdma_disconnect(c->ep.id))
 		vt_info("rdma_disconnect: %s (the peer's close came first)",
 			strerror(errno));
 	wait_disconnected(c, 8000, server ? "server DISCONNECTED" :
@@ -996,7 +972,7 @@ static void sc_kill(struct conn *c, bool server)
 	while (vt_ms_left(vt_run_deadline)) {
 		struct ibv_sge sge = {
 			.addr = (uintptr_t)c->buf, .length = 4096,
-			.lkey = c->mr->lkey,
+			.lkey = c->ep.mr->lkey,
 		};
 		struct ibv_send_wr wr = {
 			.wr_id = n, .sg_list = &sge, .num_sge = 1,
@@ -1007,11 +983,11 @@ static void sc_kill(struct conn *c, bool server)
 				     .rkey = c->peer_rkey },
 		}, *bad;
 
-		if (inflight < 16 && !ibv_post_send(c->id->qp, &wr, &bad)) {
+		if (inflight < 16 && !ibv_post_send(c->ep.id->qp, &wr, &bad)) {
 			inflight++;
 			n++;
 		}
-		i = ibv_poll_cq(c->cq, 16, wc);
+		i = ibv_poll_cq(c->ep.cq, 16, wc);
 		if (i > 0)
 			inflight -= i;
 		if (i > 0 && wc[0].status != IBV_WC_SUCCESS) {
@@ -1052,19 +1028,19 @@ static void sc_close_timer(struct conn *c, bool server, bool destroy)
 		return;
 	}
 	t = vt_now_ms();
-	if (rdma_disconnect(c->id)) {
+	if (rdma_disconnect(c->ep.id)) {
 		vt_fail("client rdma_disconnect", "%s", strerror(errno));
 		return;
 	}
 	if (destroy) {
-		struct ibv_qp *qp = c->id->qp;
+		struct ibv_qp *qp = c->ep.id->qp;
 		long long d;
 
 		usleep(200000);
 		vt_info("QP before destroy: %s; events so far: %s",
 			vt_qp_state_str(vt_qp_state(qp)), c->seq);
 		d = vt_now_ms();
-		rdma_destroy_qp(c->id);
+		rdma_destroy_qp(c->ep.id);
 		d = vt_now_ms() - d;
 		vt_check(d < 3000, "destroy-closing rdma_destroy_qp returns "
 			 "within 3 s", "took %lld ms", d);
@@ -1108,7 +1084,7 @@ static void sc_accept_fail(struct conn *c, bool server)
 		c->t0 = vt_now_ms();
 		if (client_prepare(c))
 			return;
-		if (rdma_connect(c->id, &param)) {
+		if (rdma_connect(c->ep.id, &param)) {
 			vt_fail("client connect", "%s", strerror(errno));
 			return;
 		}
@@ -1126,14 +1102,7 @@ static void sc_accept_fail(struct conn *c, bool server)
 			 "ESTABLISHED/DISCONNECTED", "events: %s", c->seq);
 		return;
 	}
-	{
-		struct rdma_cm_event *req = server_wait_request(c);
-
-		if (!req)
-			return;
-		rdma_ack_cm_event(req);
-	}
-	if (create_qp(c, c->id))
+	if (!server_take_request(c))
 		return;
 	marker("REQUEST");
 	if (!wait_go(20000)) {
@@ -1174,7 +1143,7 @@ static void sc_link_down(struct conn *c, bool server)
 		}
 		if (!c->n_disc) {
 			vt_info("server not disconnected yet: rdma_disconnect");
-			rdma_disconnect(c->id);
+			rdma_disconnect(c->ep.id);
 			wait_disconnected(c, 8000, "server DISCONNECTED");
 		}
 		{
@@ -1197,7 +1166,7 @@ static void sc_link_down(struct conn *c, bool server)
 		vt_check(c->disc_status == -ECONNRESET, "link-down client "
 			 "DISCONNECTED status -ECONNRESET (reset)", "status %d",
 			 c->disc_status);
-	vt_check(wait_async(c->id->verbs, IBV_EVENT_PORT_ERR, 5000),
+	vt_check(wait_async(c->ep.id->verbs, IBV_EVENT_PORT_ERR, 5000),
 		 "link-down client IBV_EVENT_PORT_ERR", "not within 5 s");
 	if (c->n_disc)
 		check_after_close(c, 4, 500, 0, 0);
@@ -1262,14 +1231,14 @@ static void sc_error_disconnect(struct conn *c, bool server)
 	}
 	if (!client_connect(c, 4, 500))
 		return;
-	if (modify_err(c->id->qp)) {
+	if (modify_err(c->ep.id->qp)) {
 		vt_fail("client modify_qp(ERR)", "%s", strerror(errno));
 		return;
 	}
-	rv = rdma_disconnect(c->id);
+	rv = rdma_disconnect(c->ep.id);
 	vt_check(!rv, "client rdma_disconnect after modify_qp(ERR) returns 0",
 		 "returned %d (%s)", rv, strerror(rv > 0 ? rv : errno));
-	check_qp_state("client QP in ERR after rdma_disconnect", c->id->qp,
+	check_qp_state("client QP in ERR after rdma_disconnect", c->ep.id->qp,
 		       IBV_QPS_ERR);
 	wait_disconnected(c, 10000, "client DISCONNECTED");
 	check_after_close(c, 4, 500, 0, 0);
@@ -1303,11 +1272,11 @@ static void sc_reset_server(struct conn *c)
 
 	if (!server_connect(c, 4, 500, 1500))
 		return;
-	vt_check(!modify_reset(c->id->qp), "server modify_qp(RTS -> RESET)",
+	vt_check(!modify_reset(c->ep.id->qp), "server modify_qp(RTS -> RESET)",
 		 "%s", strerror(errno));
-	check_qp_state("server QP in RESET", c->id->qp, IBV_QPS_RESET);
+	check_qp_state("server QP in RESET", c->ep.id->qp, IBV_QPS_RESET);
 	wait_disconnected(c, 5000, "server DISCONNECTED after RESET");
-	n = vt_poll_cq_until(c->cq, wc, 8, vt_deadline_in(500));
+	n = vt_poll_cq_until(c->ep.cq, wc, 8, vt_deadline_in(500));
 	vt_check(n == 0, "receives discarded without completions",
 		 "%d completions, first %s", n,
 		 n > 0 ? ibv_wc_status_str(wc[0].status) : "");
@@ -1319,7 +1288,7 @@ static void sc_reset_server(struct conn *c)
 	vt_check(bad < 0, "no WRITE placed after RESET",
 		 "buffer changed at byte %ld (0x%02x)", bad,
 		 bad < 0 ? 0 : c->buf[bad]);
-	check_qp_state("server QP still in RESET after the close", c->id->qp,
+	check_qp_state("server QP still in RESET after the close", c->ep.id->qp,
 		       IBV_QPS_RESET);
 	check_quiet_and_seq(c, SM_QUIET_MS, SERVER_SEQ);
 }
@@ -1347,14 +1316,14 @@ static void sc_reset(struct conn *c, bool server)
 		usleep(wait * 1000);
 	memset(c->buf, 0xa5, 4096);
 	sge = (struct ibv_sge){ .addr = (uintptr_t)c->buf, .length = 4096,
-				.lkey = c->mr->lkey };
+				.lkey = c->ep.mr->lkey };
 	wr.wr.rdma.remote_addr = c->peer_addr;
 	wr.wr.rdma.rkey = c->peer_rkey;
-	if (ibv_post_send(c->id->qp, &wr, &bad)) {
+	if (ibv_post_send(c->ep.id->qp, &wr, &bad)) {
 		vt_fail("client post WRITE", "%s", strerror(errno));
 		return;
 	}
-	n = vt_poll_cq_until(c->cq, &wc, 1, vt_deadline_in(5000));
+	n = vt_poll_cq_until(c->ep.cq, &wc, 1, vt_deadline_in(5000));
 	vt_check(n == 1 && wc.status != IBV_WC_SUCCESS,
 		 "client WRITE after the peer's RESET does not succeed",
 		 "%d completions%s%s", n, n ? ", status " : "",
@@ -1367,7 +1336,7 @@ static void sc_reset(struct conn *c, bool server)
 static void check_all_ok(struct conn *c, int n, const char *name)
 {
 	struct ibv_wc wc[32];
-	int got = vt_poll_cq_until(c->cq, wc, n, vt_deadline_in(5000)), i;
+	int got = vt_poll_cq_until(c->ep.cq, wc, n, vt_deadline_in(5000)), i;
 
 	for (i = 0; i < got; i++)
 		if (wc[i].status != IBV_WC_SUCCESS)
@@ -1388,21 +1357,17 @@ static void sc_early_post(struct conn *c, bool server, int nrecv)
 	int i;
 
 	if (server) {
-		struct rdma_cm_event *req = server_wait_request(c);
-
-		if (!req)
-			return;
-		rdma_ack_cm_event(req);
-		if (create_qp(c, c->id))
+		if (!server_take_request(c))
 			return;
 	} else if (client_prepare(c)) {
 		return;
 	}
 	for (i = 0; i < nrecv; i++)
-		if (post_recv(c->id->qp, c->mr, 500 + i, SM_MSG_LEN * (i + 1)))
+		if (post_recv(c->ep.id->qp, c->ep.mr, 500 + i,
+			      SM_MSG_LEN * (i + 1)))
 			goto err_post;
 	for (i = 0; i < 8; i++)
-		if (post_send(c->id->qp, c->mr, 600 + i, true))
+		if (post_send(c->ep.id->qp, c->ep.mr, 600 + i, true))
 			goto err_post;
 	if (server) {
 		if (server_accept(c, 0)) {
@@ -1417,7 +1382,7 @@ static void sc_early_post(struct conn *c, bool server, int nrecv)
 			.responder_resources = 4, .initiator_depth = 4,
 		};
 
-		if (rdma_connect(c->id, &param) ||
+		if (rdma_connect(c->ep.id, &param) ||
 		    !expect_event(c, RDMA_CM_EVENT_ESTABLISHED, SM_CONNECT_MS,
 				  "client established"))
 			return;
@@ -1425,7 +1390,7 @@ static void sc_early_post(struct conn *c, bool server, int nrecv)
 	snprintf(name, sizeof(name), "%s: %d WRs posted before the "
 		 "connection completed successfully", c->side, nrecv + 8);
 	check_all_ok(c, nrecv + 8, name);
-	if (!server && rdma_disconnect(c->id))
+	if (!server && rdma_disconnect(c->ep.id))
 		vt_fail("client rdma_disconnect", "%s", strerror(errno));
 	wait_disconnected(c, 10000, server ? "server DISCONNECTED" :
 			  "client DISCONNECTED");
@@ -1459,45 +1424,33 @@ int main(int argc, char **argv)
 		{ "scenario", required_argument, NULL, 'S' },
 		{ 0 },
 	};
-	const char *port = SM_DEFAULT_PORT, *addr = NULL, *sc = NULL;
+	struct vt_args a = { .port = SM_DEFAULT_PORT, .secs = SM_DEFAULT_SECS };
+	const char *sc = NULL;
 	struct conn c = { 0 };
-	bool server = false;
-	int opt, secs = SM_DEFAULT_SECS;
+	bool server;
+	int opt;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt_long(argc, argv, "s:c:p:t:h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'S':
-			sc = optarg;
-			break;
-		case 's':
-		case 'c':
-			server = opt == 's';
-			addr = optarg;
-			break;
-		case 'p':
-			port = optarg;
-			break;
-		case 't':
-			secs = atoi(optarg);
-			break;
-		default:
+	while ((opt = vt_next_opt(argc, argv, "", opts, &a)) != -1) {
+		if (opt != 'S') {
 			usage(argv[0]);
 			return 2;
 		}
+		sc = optarg;
 	}
-	if (!addr || !sc || optind != argc || secs <= 0) {
+	if (!a.addr || !sc || optind != argc || a.secs <= 0) {
 		usage(argv[0]);
 		return 2;
 	}
+	server = a.server;
 	vt_detail_size = 512;	/* room for the event sequences */
 	signal(SIGUSR1, on_usr1);
-	vt_start(secs);
+	vt_start(a.secs);
 	c.side = server ? "server" : "client";
 	c.t0 = vt_now_ms();
-	if (resolve(addr, port, server, &c.addr))
+	if (vt_resolve(a.addr, a.port, server, &c.addr))
 		goto out;
-	vt_info("scenario %s, %s %s port %s", sc, c.side, addr, port);
+	vt_info("scenario %s, %s %s port %s", sc, c.side, a.addr, a.port);
 
 	if (!strcmp(sc, "flush") && !server)
 		sc_flush(&c);

@@ -106,38 +106,6 @@ static const char *tg_cm_name(enum rdma_cm_event_type e)
 	return strncmp(s, "RDMA_CM_EVENT_", 14) ? s : s + 14;
 }
 
-static const char *tg_wc_status(enum ibv_wc_status s)
-{
-	static const char *const names[] = {
-		[IBV_WC_SUCCESS] = "SUCCESS",
-		[IBV_WC_LOC_LEN_ERR] = "LOC_LEN_ERR",
-		[IBV_WC_LOC_QP_OP_ERR] = "LOC_QP_OP_ERR",
-		[IBV_WC_LOC_EEC_OP_ERR] = "LOC_EEC_OP_ERR",
-		[IBV_WC_LOC_PROT_ERR] = "LOC_PROT_ERR",
-		[IBV_WC_WR_FLUSH_ERR] = "WR_FLUSH_ERR",
-		[IBV_WC_MW_BIND_ERR] = "MW_BIND_ERR",
-		[IBV_WC_BAD_RESP_ERR] = "BAD_RESP_ERR",
-		[IBV_WC_LOC_ACCESS_ERR] = "LOC_ACCESS_ERR",
-		[IBV_WC_REM_INV_REQ_ERR] = "REM_INV_REQ_ERR",
-		[IBV_WC_REM_ACCESS_ERR] = "REM_ACCESS_ERR",
-		[IBV_WC_REM_OP_ERR] = "REM_OP_ERR",
-		[IBV_WC_RETRY_EXC_ERR] = "RETRY_EXC_ERR",
-		[IBV_WC_RNR_RETRY_EXC_ERR] = "RNR_RETRY_EXC_ERR",
-		[IBV_WC_LOC_RDD_VIOL_ERR] = "LOC_RDD_VIOL_ERR",
-		[IBV_WC_REM_INV_RD_REQ_ERR] = "REM_INV_RD_REQ_ERR",
-		[IBV_WC_REM_ABORT_ERR] = "REM_ABORT_ERR",
-		[IBV_WC_INV_EECN_ERR] = "INV_EECN_ERR",
-		[IBV_WC_INV_EEC_STATE_ERR] = "INV_EEC_STATE_ERR",
-		[IBV_WC_FATAL_ERR] = "FATAL_ERR",
-		[IBV_WC_RESP_TIMEOUT_ERR] = "RESP_TIMEOUT_ERR",
-		[IBV_WC_GENERAL_ERR] = "GENERAL_ERR",
-	};
-
-	if ((unsigned int)s < sizeof(names) / sizeof(names[0]) && names[s])
-		return names[s];
-	return "UNKNOWN";
-}
-
 static const char *tg_async_name(enum ibv_event_type e)
 {
 	static const char *const names[] = {
@@ -163,9 +131,7 @@ static const char *tg_async_name(enum ibv_event_type e)
 		[IBV_EVENT_WQ_FATAL] = "WQ_FATAL",
 	};
 
-	if ((unsigned int)e < sizeof(names) / sizeof(names[0]) && names[e])
-		return names[e];
-	return "UNKNOWN";
+	return VT_NAME(names, e, "UNKNOWN");
 }
 
 /* The opcode from our own wr_id: right even for flushed completions. */
@@ -488,7 +454,7 @@ static void tg_wc(struct tg *t, const struct ibv_wc *wc)
 	size_t base = t->op_size - (size_t)t->o.recv * t->o.recv_size;
 
 	printf("WC opcode %s status %s len %u\n", tg_wr_name(wc->wr_id),
-	       tg_wc_status(wc->status), wc->byte_len);
+	       vt_wc_status_name(wc->status), wc->byte_len);
 	if (wc->status != IBV_WC_SUCCESS)
 		return;
 	if (wc->wr_id >= TG_WR_RECV)

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * viw_test: the helpers the librdmacm functional tests share; see
- * viw_test.h.
+ * viw_test: the scaffolding the functional tests share; see viw_test.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <endian.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <netdb.h>
@@ -106,6 +106,27 @@ int vt_ms_left(long long deadline)
 
 /* ---- verbs --------------------------------------------------------------- */
 
+/* Entry @v of the @n @names, or @none if @v is outside or has none. */
+const char *vt_name_of(const char *const *names, size_t n, int v,
+		       const char *none)
+{
+	return v >= 0 && (size_t)v < n && names[v] ? names[v] : none;
+}
+
+/* The RDMA device called @name, opened; NULL if there is none. */
+struct ibv_context *vt_open_device(const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL), **d;
+	struct ibv_context *ctx = NULL;
+
+	for (d = list; d && *d && !ctx; d++)
+		if (!strcmp(ibv_get_device_name(*d), name))
+			ctx = ibv_open_device(*d);
+	if (list)
+		ibv_free_device_list(list);
+	return ctx;
+}
+
 /* A QP state's name; a negative @state is -errno from vt_qp_state(). */
 const char *vt_qp_state_str(int state)
 {
@@ -116,10 +137,56 @@ const char *vt_qp_state_str(int state)
 		[IBV_QPS_ERR] = "ERR",
 	};
 
-	if (state >= 0 && state < (int)(sizeof(names) / sizeof(names[0])) &&
-	    names[state])
-		return names[state];
-	return state < 0 ? strerror(-state) : "?";
+	return state < 0 ? strerror(-state) : VT_NAME(names, state, "?");
+}
+
+/* A completion status without its IBV_WC_ prefix, "UNKNOWN" if none. */
+const char *vt_wc_status_name(enum ibv_wc_status s)
+{
+	static const char *const names[] = {
+		[IBV_WC_SUCCESS] = "SUCCESS",
+		[IBV_WC_LOC_LEN_ERR] = "LOC_LEN_ERR",
+		[IBV_WC_LOC_QP_OP_ERR] = "LOC_QP_OP_ERR",
+		[IBV_WC_LOC_EEC_OP_ERR] = "LOC_EEC_OP_ERR",
+		[IBV_WC_LOC_PROT_ERR] = "LOC_PROT_ERR",
+		[IBV_WC_WR_FLUSH_ERR] = "WR_FLUSH_ERR",
+		[IBV_WC_MW_BIND_ERR] = "MW_BIND_ERR",
+		[IBV_WC_BAD_RESP_ERR] = "BAD_RESP_ERR",
+		[IBV_WC_LOC_ACCESS_ERR] = "LOC_ACCESS_ERR",
+		[IBV_WC_REM_INV_REQ_ERR] = "REM_INV_REQ_ERR",
+		[IBV_WC_REM_ACCESS_ERR] = "REM_ACCESS_ERR",
+		[IBV_WC_REM_OP_ERR] = "REM_OP_ERR",
+		[IBV_WC_RETRY_EXC_ERR] = "RETRY_EXC_ERR",
+		[IBV_WC_RNR_RETRY_EXC_ERR] = "RNR_RETRY_EXC_ERR",
+		[IBV_WC_LOC_RDD_VIOL_ERR] = "LOC_RDD_VIOL_ERR",
+		[IBV_WC_REM_INV_RD_REQ_ERR] = "REM_INV_RD_REQ_ERR",
+		[IBV_WC_REM_ABORT_ERR] = "REM_ABORT_ERR",
+		[IBV_WC_INV_EECN_ERR] = "INV_EECN_ERR",
+		[IBV_WC_INV_EEC_STATE_ERR] = "INV_EEC_STATE_ERR",
+		[IBV_WC_FATAL_ERR] = "FATAL_ERR",
+		[IBV_WC_RESP_TIMEOUT_ERR] = "RESP_TIMEOUT_ERR",
+		[IBV_WC_GENERAL_ERR] = "GENERAL_ERR",
+	};
+
+	return VT_NAME(names, s, "UNKNOWN");
+}
+
+/* A completion opcode without its IBV_WC_ prefix, "?" if none. */
+const char *vt_wc_opcode_name(enum ibv_wc_opcode op)
+{
+	static const char *const names[] = {
+		[IBV_WC_SEND] = "SEND",
+		[IBV_WC_RDMA_WRITE] = "RDMA_WRITE",
+		[IBV_WC_RDMA_READ] = "RDMA_READ",
+		[IBV_WC_COMP_SWAP] = "COMP_SWAP",
+		[IBV_WC_FETCH_ADD] = "FETCH_ADD",
+		[IBV_WC_BIND_MW] = "BIND_MW",
+		[IBV_WC_LOCAL_INV] = "LOCAL_INV",
+		[IBV_WC_RECV] = "RECV",
+		[IBV_WC_RECV_RDMA_WITH_IMM] = "RECV_RDMA_WITH_IMM",
+	};
+
+	return VT_NAME(names, op, "?");
 }
 
 /* The QP state from the kernel, or -errno. */
@@ -156,6 +223,165 @@ int vt_poll_cq_until(struct ibv_cq *cq, struct ibv_wc *wc, int n,
 		}
 	}
 	return got;
+}
+
+/*
+ * After a non-blocking read of @fd failed (errno): wait until @fd is
+ * readable or @deadline passed.  0 to read again, -ETIMEDOUT, or -errno
+ * for a failure other than "nothing yet".
+ */
+int vt_wait_readable(int fd, long long deadline)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int ms;
+
+	if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+		return -errno;
+	ms = vt_ms_left(deadline);
+	if (!ms)
+		return -ETIMEDOUT;
+	if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+		return -errno;
+	return 0;
+}
+
+/* Poll the state until it is @want or @ms passed; the last state seen. */
+int vt_wait_qp_state(struct ibv_qp *qp, enum ibv_qp_state want, int ms)
+{
+	long long end = vt_deadline_in(ms);
+	int state;
+
+	for (;;) {
+		state = vt_qp_state(qp);
+		if (state == (int)want || state < 0 || vt_now_ms() >= end)
+			return state;
+		usleep(10000);
+	}
+}
+
+/*
+ * A completion event of @cq on its non-blocking channel @cc, waiting at
+ * most until @deadline: 0, -ETIMEDOUT, -EPROTO for another CQ's event, or
+ * -errno.
+ */
+int vt_wait_cq_event(struct ibv_comp_channel *cc, struct ibv_cq *cq,
+		     long long deadline)
+{
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+
+	for (;;) {
+		int rv;
+
+		if (!ibv_get_cq_event(cc, &ev_cq, &ev_ctx)) {
+			ibv_ack_cq_events(ev_cq, 1);
+			return ev_cq == cq ? 0 : -EPROTO;
+		}
+		rv = vt_wait_readable(cc->fd, deadline);
+		if (rv)
+			return rv;
+	}
+}
+
+/* One receive of @n SGEs; ibv_post_recv()'s result. */
+int vt_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sge,
+		 int n)
+{
+	struct ibv_recv_wr wr = {
+		.wr_id = wr_id, .sg_list = sge, .num_sge = n,
+	}, *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+bool vt_is_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	       op == IBV_WR_ATOMIC_CMP_AND_SWP;
+}
+
+/* The remote half of @op's work request. */
+static void vt_op_remote(struct ibv_send_wr *wr, const struct vt_op *op)
+{
+	if (vt_is_atomic(op->opcode)) {
+		wr->wr.atomic.remote_addr = op->raddr;
+		wr->wr.atomic.rkey = op->rkey;
+		wr->wr.atomic.compare_add = op->compare_add;
+		wr->wr.atomic.swap = op->swap;
+	} else if (op->opcode == IBV_WR_SEND_WITH_INV) {
+		wr->num_sge = 0;
+		wr->invalidate_rkey = op->rkey;
+	} else {
+		wr->wr.rdma.remote_addr = op->raddr;
+		wr->wr.rdma.rkey = op->rkey;
+	}
+}
+
+/*
+ * Post @ops as one list of signaled WRs, wr_id = their index, so that all
+ * are in the send queue before the peer can answer the first: a READ
+ * behind a violating WRITE is then outstanding when the TERMINATE comes,
+ * and takes its status.  ibv_post_send()'s result, or EINVAL for more than
+ * VT_MAX_OPS.
+ */
+int vt_post_ops(struct ibv_qp *qp, uint8_t *buf, uint32_t lkey,
+		const struct vt_op *ops, int n)
+{
+	struct ibv_send_wr wr[VT_MAX_OPS], *bad;
+	struct ibv_sge sge[VT_MAX_OPS];
+	int i;
+
+	if (n < 1 || n > VT_MAX_OPS)
+		return EINVAL;
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < n; i++) {
+		sge[i] = (struct ibv_sge){
+			.addr = (uintptr_t)(buf + ops[i].loff),
+			.length = ops[i].len,
+			.lkey = lkey,
+		};
+		wr[i].wr_id = i;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = ops[i].opcode;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		vt_op_remote(&wr[i], &ops[i]);
+	}
+	return ibv_post_send(qp, wr, &bad);
+}
+
+/* ---- buffers ------------------------------------------------------------- */
+
+/* @len bytes of @fill, page aligned; NULL if out of memory. */
+void *vt_alloc_filled(size_t len, uint8_t fill)
+{
+	void *p = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
+
+	if (p)
+		memset(p, fill, len);
+	return p;
+}
+
+/* The offset of the first byte of @buf that is not @fill, or -1. */
+long vt_find_not(const uint8_t *buf, size_t len, uint8_t fill)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (buf[i] != fill)
+			return (long)i;
+	return -1;
+}
+
+bool vt_all_set(const bool *done, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!done[i])
+			return false;
+	return true;
 }
 
 /* ---- addresses and rdma_cm ----------------------------------------------- */
@@ -228,6 +454,27 @@ struct rdma_event_channel *vt_create_channel(char *why, size_t why_len)
 }
 
 /*
+ * The end of a resolution that @call started (its result @rv): the event
+ * @want within @ms.  0, or -errno with a description in @why.
+ */
+static int vt_resolved(struct rdma_event_channel *ch, int rv,
+		       const char *call, enum rdma_cm_event_type want, int ms,
+		       char *why, size_t why_len)
+{
+	struct rdma_cm_event *ev;
+
+	if (rv) {
+		rv = -errno;
+		snprintf(why, why_len, "%s: %s", call, strerror(errno));
+		return rv;
+	}
+	rv = vt_cm_expect(ch, want, ms, &ev, why, why_len);
+	if (!rv)
+		rdma_ack_cm_event(ev);
+	return rv;
+}
+
+/*
  * A client's id, with a new non-blocking channel, resolved to @dst (address
  * and route, each resolution bounded by @resolve_ms and its event by
  * @event_ms).  *@ch and *@id are set as soon as they exist, for the caller
@@ -238,7 +485,6 @@ int vt_route_client(struct sockaddr_storage *dst, void *ctx, int resolve_ms,
 		    int event_ms, struct rdma_event_channel **ch,
 		    struct rdma_cm_id **id, char *why, size_t why_len)
 {
-	struct rdma_cm_event *ev;
 	int rv;
 
 	*ch = vt_create_channel(why, why_len);
@@ -249,29 +495,14 @@ int vt_route_client(struct sockaddr_storage *dst, void *ctx, int resolve_ms,
 		snprintf(why, why_len, "rdma_create_id: %s", strerror(errno));
 		return rv;
 	}
-	if (rdma_resolve_addr(*id, NULL, (struct sockaddr *)dst, resolve_ms)) {
-		rv = -errno;
-		snprintf(why, why_len, "rdma_resolve_addr: %s",
-			 strerror(errno));
-		return rv;
-	}
-	rv = vt_cm_expect(*ch, RDMA_CM_EVENT_ADDR_RESOLVED, event_ms, &ev, why,
-			  why_len);
+	rv = rdma_resolve_addr(*id, NULL, (struct sockaddr *)dst, resolve_ms);
+	rv = vt_resolved(*ch, rv, "rdma_resolve_addr",
+			 RDMA_CM_EVENT_ADDR_RESOLVED, event_ms, why, why_len);
 	if (rv)
 		return rv;
-	rdma_ack_cm_event(ev);
-	if (rdma_resolve_route(*id, resolve_ms)) {
-		rv = -errno;
-		snprintf(why, why_len, "rdma_resolve_route: %s",
-			 strerror(errno));
-		return rv;
-	}
-	rv = vt_cm_expect(*ch, RDMA_CM_EVENT_ROUTE_RESOLVED, event_ms, &ev, why,
-			  why_len);
-	if (rv)
-		return rv;
-	rdma_ack_cm_event(ev);
-	return 0;
+	rv = rdma_resolve_route(*id, resolve_ms);
+	return vt_resolved(*ch, rv, "rdma_resolve_route",
+			   RDMA_CM_EVENT_ROUTE_RESOLVED, event_ms, why, why_len);
 }
 
 /*
@@ -316,18 +547,13 @@ int vt_cm_get(struct rdma_event_channel *ch, long long deadline,
 	      struct rdma_cm_event **ev)
 {
 	for (;;) {
-		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
-		int ms;
+		int rv;
 
 		if (!rdma_get_cm_event(ch, ev))
 			return 0;
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			return -errno;
-		ms = vt_ms_left(deadline);
-		if (!ms)
-			return -ETIMEDOUT;
-		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
-			return -errno;
+		rv = vt_wait_readable(ch->fd, deadline);
+		if (rv)
+			return rv;
 	}
 }
 
@@ -362,15 +588,243 @@ int vt_cm_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
 	return rv;
 }
 
-/* ---- main ---------------------------------------------------------------- */
+/*
+ * A server bound to @host:@port, on an RDMA device, with a PD: 0, or -1
+ * after a FAIL setup line.  vt_server_close() frees what it made.
+ */
+int vt_server_open(struct vt_server *srv, const char *host, const char *port)
+{
+	if (vt_bind_listener(host, port, &srv->ch, &srv->listen))
+		return -1;
+	srv->verbs = srv->listen->verbs;
+	vt_info("server on %s port %s, device %s", host, port,
+		ibv_get_device_name(srv->verbs->device));
+	srv->pd = ibv_alloc_pd(srv->verbs);
+	if (!srv->pd) {
+		vt_fail("setup", "ibv_alloc_pd: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
 
-/* The options as parsed: the side, its address and port, the run bound. */
-struct vt_args {
-	const char *addr;
-	const char *port;
-	bool server;
-	int secs;
-};
+/* rdma_listen, once the server is ready: 0, or -1 after FAIL setup. */
+int vt_server_listen(struct vt_server *srv, int backlog)
+{
+	if (rdma_listen(srv->listen, backlog)) {
+		vt_fail("setup", "rdma_listen: %s", strerror(errno));
+		return -1;
+	}
+	vt_info("listening");
+	return 0;
+}
+
+void vt_server_close(struct vt_server *srv)
+{
+	if (srv->pd)
+		ibv_dealloc_pd(srv->pd);
+	if (srv->listen)
+		rdma_destroy_id(srv->listen);
+	if (srv->ch)
+		rdma_destroy_event_channel(srv->ch);
+	memset(srv, 0, sizeof(*srv));
+}
+
+/*
+ * A server's next event, waiting at most until @deadline: 0 with *@ev,
+ * -ETIMEDOUT, or another -errno after a FAIL line.
+ */
+int vt_server_event(struct rdma_event_channel *ch, long long deadline,
+		    struct rdma_cm_event **ev)
+{
+	int rv = vt_cm_get(ch, deadline, ev);
+
+	if (rv && rv != -ETIMEDOUT)
+		vt_fail("server events", "rdma_get_cm_event: %s",
+			strerror(-rv));
+	return rv;
+}
+
+/*
+ * An event that no connection of a server claims: acked and reported, as
+ * a FAIL if @fail, else as INFO.  True if the server cannot go on (its
+ * device is gone).
+ */
+bool vt_stray_event(struct rdma_cm_event *ev, bool fail)
+{
+	enum rdma_cm_event_type type = ev->event;
+
+	rdma_ack_cm_event(ev);
+	if (fail)
+		vt_fail("server events", "%s on the listening id",
+			rdma_event_str(type));
+	else
+		vt_info("server: ignoring %s", rdma_event_str(type));
+	return type == RDMA_CM_EVENT_DEVICE_REMOVAL;
+}
+
+/* ---- an RC endpoint ------------------------------------------------------ */
+
+/* vt_route_client() into @ep. */
+int vt_ep_route(struct vt_ep *ep, struct sockaddr_storage *dst, void *ctx,
+		int resolve_ms, int event_ms)
+{
+	return vt_route_client(dst, ctx, resolve_ms, event_ms, &ep->ch,
+			       &ep->id, ep->why, sizeof(ep->why));
+}
+
+/* A CQ of @cqe (on ep->cc if set) and ep->id's QP in @pd; 0 or -errno. */
+int vt_ep_qp(struct vt_ep *ep, struct ibv_pd *pd, int cqe,
+	     struct ibv_qp_init_attr *attr)
+{
+	struct ibv_context *verbs = ep->id->verbs;
+	const char *step = "ibv_create_cq";
+	int err;
+
+	ep->cq = ibv_create_cq(verbs, cqe, NULL, ep->cc, 0);
+	if (!ep->cq)
+		goto err;
+	attr->send_cq = ep->cq;
+	attr->recv_cq = ep->cq;
+	step = "rdma_create_qp";
+	if (rdma_create_qp(ep->id, pd, attr))
+		goto err;
+	return 0;
+err:
+	err = errno;
+	snprintf(ep->why, sizeof(ep->why), "%s on %s: %s", step,
+		 ibv_get_device_name(verbs->device), strerror(err));
+	return -err;
+}
+
+/*
+ * A PD, an MR of @len bytes at @buf (LOCAL_WRITE; none if @buf is NULL),
+ * then vt_ep_qp() in that PD.  0 or -errno.
+ */
+int vt_ep_alloc(struct vt_ep *ep, void *buf, size_t len, int cqe,
+		struct ibv_qp_init_attr *attr)
+{
+	struct ibv_context *verbs = ep->id->verbs;
+	const char *step = "ibv_alloc_pd";
+	int err;
+
+	ep->pd = ibv_alloc_pd(verbs);
+	if (!ep->pd)
+		goto err;
+	step = "ibv_reg_mr";
+	if (buf) {
+		ep->mr = ibv_reg_mr(ep->pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
+		if (!ep->mr)
+			goto err;
+	}
+	return vt_ep_qp(ep, ep->pd, cqe, attr);
+err:
+	err = errno;
+	snprintf(ep->why, sizeof(ep->why), "%s on %s: %s", step,
+		 ibv_get_device_name(verbs->device), strerror(err));
+	return -err;
+}
+
+/*
+ * The accept private data of a test's server, @pdata_len bytes at @pdata,
+ * into the @len bytes of @out.  They start with two big-endian words, the
+ * test's @magic and the scenario @sc.  0, or -EPROTO with a description in
+ * @why.
+ */
+int vt_take_offer(const void *pdata, unsigned int pdata_len, void *out,
+		  size_t len, uint32_t magic, uint32_t sc, char *why,
+		  size_t why_len)
+{
+	uint32_t head[2];
+
+	if (!pdata || pdata_len < len || len < sizeof(head)) {
+		snprintf(why, why_len, "accept private data is %u bytes, "
+			 "expected %zu", pdata_len, len);
+		return -EPROTO;
+	}
+	memcpy(out, pdata, len);
+	memcpy(head, out, sizeof(head));
+	if (be32toh(head[0]) != magic || be32toh(head[1]) != sc) {
+		snprintf(why, why_len, "accept private data: magic %#x "
+			 "scenario %u", be32toh(head[0]), be32toh(head[1]));
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/*
+ * rdma_connect with @param, and ESTABLISHED within @ms: 0 with *@ev to
+ * ack, or -errno as vt_cm_expect() returns it.
+ */
+int vt_ep_connect(struct vt_ep *ep, const struct rdma_conn_param *param,
+		  int ms, struct rdma_cm_event **ev)
+{
+	int rv;
+
+	if (rdma_connect(ep->id, (struct rdma_conn_param *)param)) {
+		rv = -errno;
+		snprintf(ep->why, sizeof(ep->why), "rdma_connect: %s",
+			 strerror(errno));
+		return rv;
+	}
+	return vt_cm_expect(ep->ch, RDMA_CM_EVENT_ESTABLISHED, ms, ev, ep->why,
+			    sizeof(ep->why));
+}
+
+/* Free what @ep holds, QP first; the pointers are cleared, @why kept. */
+void vt_ep_close(struct vt_ep *ep)
+{
+	if (ep->id && ep->id->qp)
+		rdma_destroy_qp(ep->id);
+	if (ep->qp)
+		ibv_destroy_qp(ep->qp);
+	if (ep->cq)
+		ibv_destroy_cq(ep->cq);
+	if (ep->cc)
+		ibv_destroy_comp_channel(ep->cc);
+	if (ep->mr)
+		ibv_dereg_mr(ep->mr);
+	if (ep->pd)
+		ibv_dealloc_pd(ep->pd);
+	if (ep->id)
+		rdma_destroy_id(ep->id);
+	if (ep->ch)
+		rdma_destroy_event_channel(ep->ch);
+	ep->ch = NULL;
+	ep->id = NULL;
+	ep->pd = NULL;
+	ep->mr = NULL;
+	ep->cc = NULL;
+	ep->cq = NULL;
+	ep->qp = NULL;
+}
+
+/*
+ * @connect(@arg) until it returns 0, or FAIL @name.  A failed try is
+ * closed (vt_ep_close).  The first connection of a run is retried for
+ * @retry_ms while it is refused (-ECONNREFUSED), in case the server is
+ * not listening yet; the reason is in ep->why.
+ */
+bool vt_ep_connect_retry(struct vt_ep *ep, const char *name, bool first,
+			 int retry_ms, int (*connect)(void *arg), void *arg)
+{
+	long long retry_end = vt_deadline_in(retry_ms);
+	int rv;
+
+	for (;;) {
+		rv = connect(arg);
+		if (!rv)
+			return true;
+		vt_ep_close(ep);
+		if (!first || rv != -ECONNREFUSED || vt_now_ms() >= retry_end)
+			break;
+		vt_info("%s: %s; retrying", name, ep->why);
+		usleep(200000);
+	}
+	vt_fail(name, "%s", ep->why);
+	return false;
+}
+
+/* ---- main ---------------------------------------------------------------- */
 
 static void vt_usage(const char *prog, const struct vt_prog *def)
 {
@@ -384,21 +838,25 @@ static void vt_usage(const char *prog, const struct vt_prog *def)
 }
 
 /*
- * The options of a client/server program: -s BIND_ADDR or -c SERVER_ADDR,
- * [-p PORT] [-t SECS].  0, or 2 (the exit code) after printing the usage.
+ * The next option of a test program: -s BIND_ADDR, -c SERVER_ADDR (only
+ * one of them), -p PORT and -t SECS go into @args; any other, from @more
+ * (getopt letters) or @longopts, is returned for the caller, with its
+ * argument in optarg.  -1 at the end, '?' for one that is wrong.
  */
-static int vt_parse_args(int argc, char **argv, const struct vt_prog *def,
-			 struct vt_args *args)
+int vt_next_opt(int argc, char **argv, const char *more,
+		const struct option *longopts, struct vt_args *args)
 {
+	char optstring[32];
 	int opt;
 
-	*args = (struct vt_args){ .port = def->port };
-	while ((opt = getopt(argc, argv, "s:c:p:t:h")) != -1) {
+	snprintf(optstring, sizeof(optstring), "s:c:p:t:%s", more);
+	while ((opt = getopt_long(argc, argv, optstring, longopts,
+				  NULL)) != -1) {
 		switch (opt) {
 		case 's':
 		case 'c':
 			if (args->addr)
-				goto usage;
+				return '?';
 			args->server = opt == 's';
 			args->addr = optarg;
 			break;
@@ -409,18 +867,29 @@ static int vt_parse_args(int argc, char **argv, const struct vt_prog *def,
 			args->secs = atoi(optarg);
 			break;
 		default:
-			goto usage;
+			return opt;
 		}
 	}
-	if (!args->addr || optind != argc || args->secs < 0)
-		goto usage;
+	return -1;
+}
+
+/*
+ * The options of a client/server program: -s BIND_ADDR or -c SERVER_ADDR,
+ * [-p PORT] [-t SECS].  0, or 2 (the exit code) after printing the usage.
+ */
+static int vt_parse_args(int argc, char **argv, const struct vt_prog *def,
+			 struct vt_args *args)
+{
+	*args = (struct vt_args){ .port = def->port };
+	if (vt_next_opt(argc, argv, "h", NULL, args) != -1 || !args->addr ||
+	    optind != argc || args->secs < 0) {
+		vt_usage(argv[0], def);
+		return 2;
+	}
 	if (!args->secs)
 		args->secs = args->server ? def->server_secs :
 					    def->client_secs;
 	return 0;
-usage:
-	vt_usage(argv[0], def);
-	return 2;
 }
 
 /* Last resort if a verb blocks past the run's deadline (teardown, say). */

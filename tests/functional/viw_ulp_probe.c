@@ -47,32 +47,24 @@ static void up_connect(struct sockaddr_storage *dst, const uint8_t *pd,
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
-	struct rdma_event_channel *ch = NULL;
-	struct rdma_cm_id *id = NULL;
+	struct vt_ep ep = { 0 };
 	struct rdma_cm_event *ev;
-	struct ibv_pd *ibpd = NULL;
-	struct ibv_cq *cq = NULL;
-	char why[256];
 	int type;
 
-	if (vt_route_client(dst, NULL, 2000, 5000, &ch, &id, why,
-			    sizeof(why))) {
-		vt_fail("route", "%s", why);
+	if (vt_ep_route(&ep, dst, NULL, 2000, 5000)) {
+		vt_fail("route", "%s", ep.why);
 		goto out;
 	}
-	ibpd = ibv_alloc_pd(id->verbs);
-	cq = ibpd ? ibv_create_cq(id->verbs, 8, NULL, NULL, 0) : NULL;
-	qattr.send_cq = qattr.recv_cq = cq;
-	if (!cq || rdma_create_qp(id, ibpd, &qattr)) {
-		vt_fail("setup", "PD/CQ/QP: %s", strerror(errno));
+	if (vt_ep_alloc(&ep, NULL, 0, 8, &qattr)) {
+		vt_fail("setup", "%s", ep.why);
 		goto out;
 	}
-	vt_info("device %s", ibv_get_device_name(id->verbs->device));
-	if (rdma_connect(id, &param)) {
+	vt_info("device %s", ibv_get_device_name(ep.id->verbs->device));
+	if (rdma_connect(ep.id, &param)) {
 		vt_fail("connect", "rdma_connect: %s", strerror(errno));
 		goto out;
 	}
-	if (vt_cm_get(ch, vt_deadline_in(20000), &ev)) {
+	if (vt_cm_get(ep.ch, vt_deadline_in(20000), &ev)) {
 		vt_fail("connect", "no event within 20 s");
 		goto out;
 	}
@@ -85,53 +77,31 @@ static void up_connect(struct sockaddr_storage *dst, const uint8_t *pd,
 		 "connection attempt refused", "got %s",
 		 rdma_event_str(type));
 	if (type == RDMA_CM_EVENT_ESTABLISHED)
-		rdma_disconnect(id);
+		rdma_disconnect(ep.id);
 out:
-	if (id && id->qp)
-		rdma_destroy_qp(id);
-	if (cq)
-		ibv_destroy_cq(cq);
-	if (ibpd)
-		ibv_dealloc_pd(ibpd);
-	if (id)
-		rdma_destroy_id(id);
-	if (ch)
-		rdma_destroy_event_channel(ch);
+	vt_ep_close(&ep);
 }
 
 int main(int argc, char **argv)
 {
-	const char *addr = NULL, *port = "20049";
+	struct vt_args a = { .port = "20049", .secs = 40 };
 	uint8_t pd[UP_MAX_PDATA];
 	struct sockaddr_storage dst;
-	int opt, secs = 40, pdlen = 0;
+	int opt, pdlen = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "c:p:t:d:")) != -1) {
-		switch (opt) {
-		case 'c':
-			addr = optarg;
-			break;
-		case 'p':
-			port = optarg;
-			break;
-		case 't':
-			secs = atoi(optarg);
-			break;
-		case 'd':
-			pdlen = up_hex(optarg, pd, sizeof(pd));
-			if (pdlen < 0)
-				goto usage;
-			break;
-		default:
+	while ((opt = vt_next_opt(argc, argv, "d:", NULL, &a)) != -1) {
+		if (opt != 'd')
 			goto usage;
-		}
+		pdlen = up_hex(optarg, pd, sizeof(pd));
+		if (pdlen < 0)
+			goto usage;
 	}
-	if (!addr || secs <= 0 || optind != argc)
+	if (!a.addr || a.server || a.secs <= 0 || optind != argc)
 		goto usage;
-	vt_start(secs);
-	if (vt_getaddr(addr, port, false, &dst))
-		vt_fail("setup", "bad address %s", addr);
+	vt_start(a.secs);
+	if (vt_getaddr(a.addr, a.port, false, &dst))
+		vt_fail("setup", "bad address %s", a.addr);
 	else
 		up_connect(&dst, pd, pdlen);
 	return vt_finish();

@@ -5,13 +5,11 @@
  * sent, i.e. little-endian, as MPA stores them too), the common "123456789"
  * check value, and incremental updates against one-shot.
  */
-#include <stdio.h>
 #include <string.h>
 
+#include "viw_check.h"
 #include "viw_crc32c.h"
 #include "viw_wire.h"
-
-static int failed;
 
 static void check(const char *name, const uint8_t *buf, size_t len,
 		  const uint8_t want[4])
@@ -19,14 +17,9 @@ static void check(const char *name, const uint8_t *buf, size_t len,
 	uint8_t got[4];
 
 	viw_put_crc(got, viw_crc32c(buf, len));
-	if (memcmp(got, want, 4)) {
-		printf("FAIL %s: got %02x %02x %02x %02x, want %02x %02x %02x %02x\n",
-		       name, got[0], got[1], got[2], got[3], want[0], want[1],
-		       want[2], want[3]);
-		failed++;
-		return;
-	}
-	printf("PASS %s\n", name);
+	tc_result(!memcmp(got, want, 4), name,
+		  "got %02x %02x %02x %02x, want %02x %02x %02x %02x", got[0],
+		  got[1], got[2], got[3], want[0], want[1], want[2], want[3]);
 }
 
 /* RFC 3720 B.4: an iSCSI SCSI Read (10) command PDU. */
@@ -52,12 +45,7 @@ static void check_incremental(void)
 		s = viw_crc32c_update(s, buf + i,
 				      sizeof(buf) - i < 13 ? sizeof(buf) - i : 13);
 	viw_put_crc(got, viw_crc_final(s));
-	if (memcmp(got, want, 4)) {
-		printf("FAIL incremental\n");
-		failed++;
-		return;
-	}
-	printf("PASS incremental\n");
+	tc_result(!memcmp(got, want, 4), "incremental", "differs from one-shot");
 }
 
 int main(void)
@@ -84,6 +72,5 @@ int main(void)
 	check("rfc3720 iscsi read pdu", viw_iscsi_read, 48, v_read);
 	check("check value 123456789", (const uint8_t *)"123456789", 9, v_check);
 	check_incremental();
-	printf("%s\n", failed ? "FAILED" : "ALL PASSED");
-	return failed ? 1 : 0;
+	return tc_done("tools.crc32c");
 }

@@ -952,6 +952,28 @@ static u32 vp_mpa_build(const struct vp_step *s, u8 *buf,
 	return VIW_MPA_HDR_LEN + ext + pd;
 }
 
+/*
+ * What a step says of any MPA request or reply @fr: the RTR type that
+ * peer-to-peer needs, IRD and ORD (*@ird and *@ord as given, before they
+ * are cut to the field), and the private data length, returned.
+ */
+static u32 vp_mpa_common(const struct vp_step *s, struct viw_mpa_frame *fr,
+			 u32 *ird, u32 *ord)
+{
+	u32 pd;
+
+	if (fr->p2p && !fr->rtr)
+		fr->rtr = VIW_RTR_WRITE0;
+	*ird = (u32)vp_num(s, "ird", VP_DEFAULT_IRD_ORD);
+	*ord = (u32)vp_num(s, "ord", VP_DEFAULT_IRD_ORD);
+	fr->ird = (u16)(*ird & VIW_MPA_MAX_IRD_ORD);
+	fr->ord = (u16)(*ord & VIW_MPA_MAX_IRD_ORD);
+	pd = (u32)vp_num(s, "pd", 0);
+	if (pd > 0xffff)
+		vp_usage_err("%s: pd=%u is more than 65535", s->text, pd);
+	return pd;
+}
+
 static void vp_step_mpa_req(struct vp_conn *c, struct vp_step *s)
 {
 	static u8 buf[VIW_MPA_HDR_LEN + VIW_MPA_V2_EXT_LEN + 0xffff];
@@ -966,15 +988,7 @@ static void vp_step_mpa_req(struct vp_conn *c, struct vp_step *s)
 	fr.markers = vp_flag(s, "markers", false);
 	fr.rtr = vp_has(s, "rtr") ? vp_rtr_bits(s, vp_get(s, "rtr")) : 0;
 	fr.p2p = vp_flag(s, "p2p", fr.rtr != 0);
-	if (fr.p2p && !fr.rtr)
-		fr.rtr = VIW_RTR_WRITE0;
-	ird = (u32)vp_num(s, "ird", VP_DEFAULT_IRD_ORD);
-	ord = (u32)vp_num(s, "ord", VP_DEFAULT_IRD_ORD);
-	fr.ird = (u16)(ird & VIW_MPA_MAX_IRD_ORD);
-	fr.ord = (u16)(ord & VIW_MPA_MAX_IRD_ORD);
-	pd = (u32)vp_num(s, "pd", 0);
-	if (pd > 0xffff)
-		vp_usage_err("%s: pd=%u is more than 65535", s->text, pd);
+	pd = vp_mpa_common(s, &fr, &ird, &ord);
 	/* the codec refuses other revisions: encode as 1, patch them in */
 	rev = fr.revision;
 	if (rev != 1 && rev != 2) {
@@ -1060,23 +1074,44 @@ static void vp_expect_val(const struct vp_step *s, const char *key,
 			want);
 }
 
+/* The keys a step may expect of any MPA request or reply. */
+static void vp_expect_mpa(const struct vp_step *s,
+			  const struct viw_mpa_frame *f, u32 pd)
+{
+	vp_expect_val(s, "crc", f->crc);
+	vp_expect_val(s, "rev", f->revision);
+	vp_expect_val(s, "p2p", f->p2p);
+	vp_expect_val(s, "pd", pd);
+}
+
+/*
+ * Read an MPA reply or request into @f and print it ("REPLY ... reject N"
+ * or "REQUEST ... markers N") with its private data; the private data's
+ * length.
+ */
+static u32 vp_take_mpa(struct vp_conn *c, struct vp_step *s, bool reply,
+		       struct viw_mpa_frame *f)
+{
+	u32 pd = vp_read_mpa(c, s, reply, f);
+	u32 ext = f->enhanced ? VIW_MPA_V2_EXT_LEN : 0;
+
+	vp_out("%s rev %u crc %d %s %d pd %u ird %u ord %u p2p %d rtr %s",
+	       reply ? "REPLY" : "REQUEST", f->revision, f->crc,
+	       reply ? "reject" : "markers", reply ? f->reject : f->markers,
+	       pd, f->ird, f->ord, f->p2p, vp_rtr_str(f->rtr));
+	vp_print_pdata(c->buf + ext, pd);
+	return pd;
+}
+
 static void vp_step_expect_rep(struct vp_conn *c, struct vp_step *s)
 {
 	struct viw_mpa_frame *rep = &c->rep;
-	u32 pd = vp_read_mpa(c, s, true, rep);
-	u32 ext = rep->enhanced ? VIW_MPA_V2_EXT_LEN : 0;
+	u32 pd = vp_take_mpa(c, s, true, rep);
 
-	vp_out("REPLY rev %u crc %d reject %d pd %u ird %u ord %u p2p %d rtr %s",
-	       rep->revision, rep->crc, rep->reject, pd, rep->ird, rep->ord,
-	       rep->p2p, vp_rtr_str(rep->rtr));
-	vp_print_pdata(c->buf + ext, pd);
 	c->crc = viw_mpa_crc_on(&c->req, rep);
 	c->framed = !rep->reject;
 	vp_expect_val(s, "reject", rep->reject);
-	vp_expect_val(s, "crc", rep->crc);
-	vp_expect_val(s, "rev", rep->revision);
-	vp_expect_val(s, "p2p", rep->p2p);
-	vp_expect_val(s, "pd", pd);
+	vp_expect_mpa(s, rep, pd);
 	if (vp_has(s, "rtr") && vp_rtr_bits(s, vp_get(s, "rtr")) != rep->rtr)
 		vp_fail("%s: rtr is %s", s->text, vp_rtr_str(rep->rtr));
 }
@@ -1084,18 +1119,10 @@ static void vp_step_expect_rep(struct vp_conn *c, struct vp_step *s)
 static void vp_step_expect_req(struct vp_conn *c, struct vp_step *s)
 {
 	struct viw_mpa_frame *req = &c->req;
-	u32 pd = vp_read_mpa(c, s, false, req);
-	u32 ext = req->enhanced ? VIW_MPA_V2_EXT_LEN : 0;
+	u32 pd = vp_take_mpa(c, s, false, req);
 
-	vp_out("REQUEST rev %u crc %d markers %d pd %u ird %u ord %u p2p %d rtr %s",
-	       req->revision, req->crc, req->markers, pd, req->ird, req->ord,
-	       req->p2p, vp_rtr_str(req->rtr));
-	vp_print_pdata(c->buf + ext, pd);
 	c->crc = req->crc;
-	vp_expect_val(s, "crc", req->crc);
-	vp_expect_val(s, "rev", req->revision);
-	vp_expect_val(s, "p2p", req->p2p);
-	vp_expect_val(s, "pd", pd);
+	vp_expect_mpa(s, req, pd);
 }
 
 static void vp_step_mpa_rep(struct vp_conn *c, struct vp_step *s)
@@ -1122,15 +1149,7 @@ static void vp_step_mpa_rep(struct vp_conn *c, struct vp_step *s)
 	fr.p2p = vp_flag(s, "p2p", c->req.p2p);
 	fr.rtr = vp_has(s, "rtr") ? vp_rtr_bits(s, vp_get(s, "rtr")) :
 		 fr.p2p ? viw_mpa_pick_rtr(c->req.rtr) : 0;
-	if (fr.p2p && !fr.rtr)
-		fr.rtr = VIW_RTR_WRITE0;
-	ird = (u32)vp_num(s, "ird", VP_DEFAULT_IRD_ORD);
-	ord = (u32)vp_num(s, "ord", VP_DEFAULT_IRD_ORD);
-	fr.ird = (u16)(ird & VIW_MPA_MAX_IRD_ORD);
-	fr.ord = (u16)(ord & VIW_MPA_MAX_IRD_ORD);
-	pd = (u32)vp_num(s, "pd", 0);
-	if (pd > 0xffff)
-		vp_usage_err("%s: pd=%u is more than 65535", s->text, pd);
+	pd = vp_mpa_common(s, &fr, &ird, &ord);
 	len = vp_mpa_build(s, buf, &fr, pd, ird, ord);
 	buf[17] = rev;
 	fr.revision = rev;

@@ -14,6 +14,7 @@
 #include <rdma/viw-abi.h>
 
 #include "abi_c99.h"
+#include "viw_check.h"
 
 #define CACHELINE 64
 
@@ -98,38 +99,30 @@ _Static_assert(alignof(struct viw_uresp_alloc_ctx) == 8 &&
 	       alignof(struct viw_uresp_create_qp) == 8 &&
 	       alignof(struct viw_uresp_create_srq) == 8, "uresp alignment");
 
-static int failures;
-
-static void check(int ok, const char *name, size_t got, size_t want)
-{
-	if (ok) {
-		printf("PASS %s\n", name);
-		return;
-	}
-	printf("FAIL %s: got %zu, want %zu\n", name, got, want);
-	failures++;
-}
-
-#define CHECK_EQ(name, got, want) check((got) == (want), name, got, want)
+/* PASS @name, or FAIL @name with the two sizes. */
+#define CHECK_SIZE(ok, name, got, want)					\
+	tc_result(ok, name, "got %zu, want %zu", (size_t)(got), (size_t)(want))
+#define LAYOUT_EQ(name, got, want)					\
+	CHECK_SIZE((got) == (want), name, got, want)
 #define CHECK_ALIGNED(type, field)					\
-	check(offsetof(type, field) % 8 == 0, #type "." #field " aligned", \
-	      offsetof(type, field) % 8, 0)
+	CHECK_SIZE(offsetof(type, field) % 8 == 0, #type "." #field " aligned", \
+		   offsetof(type, field) % 8, 0)
 
 static void check_sizes(void)
 {
-	CHECK_EQ("sqe size", sizeof(struct viw_sqe), (size_t)VIW_SQE_SIZE);
-	CHECK_EQ("rqe size", sizeof(struct viw_rqe), (size_t)VIW_RQE_SIZE);
-	CHECK_EQ("cqe size", sizeof(struct viw_cqe), (size_t)VIW_CQE_SIZE);
-	check(sizeof(struct viw_ring_ctrl) <= VIW_RING_SLOTS_OFFSET,
-	      "ring ctrl fits before the slots", sizeof(struct viw_ring_ctrl),
-	      VIW_RING_SLOTS_OFFSET);
-	check(sizeof(struct viw_db_page) <= VIW_DB_PAGE_SIZE,
-	      "db page fits", sizeof(struct viw_db_page), VIW_DB_PAGE_SIZE);
-	check(sizeof(struct viw_uresp_alloc_ctx) % 8 == 0 &&
-	      sizeof(struct viw_uresp_create_cq) % 8 == 0 &&
-	      sizeof(struct viw_uresp_create_qp) % 8 == 0 &&
-	      sizeof(struct viw_uresp_create_srq) % 8 == 0,
-	      "uresp sizes are multiples of 8", 0, 0);
+	LAYOUT_EQ("sqe size", sizeof(struct viw_sqe), (size_t)VIW_SQE_SIZE);
+	LAYOUT_EQ("rqe size", sizeof(struct viw_rqe), (size_t)VIW_RQE_SIZE);
+	LAYOUT_EQ("cqe size", sizeof(struct viw_cqe), (size_t)VIW_CQE_SIZE);
+	CHECK_SIZE(sizeof(struct viw_ring_ctrl) <= VIW_RING_SLOTS_OFFSET,
+		   "ring ctrl fits before the slots",
+		   sizeof(struct viw_ring_ctrl), VIW_RING_SLOTS_OFFSET);
+	CHECK_SIZE(sizeof(struct viw_db_page) <= VIW_DB_PAGE_SIZE,
+		   "db page fits", sizeof(struct viw_db_page), VIW_DB_PAGE_SIZE);
+	CHECK_SIZE(sizeof(struct viw_uresp_alloc_ctx) % 8 == 0 &&
+		   sizeof(struct viw_uresp_create_cq) % 8 == 0 &&
+		   sizeof(struct viw_uresp_create_qp) % 8 == 0 &&
+		   sizeof(struct viw_uresp_create_srq) % 8 == 0,
+		   "uresp sizes are multiples of 8", 0, 0);
 }
 
 static void check_u64_alignment(void)
@@ -158,10 +151,10 @@ static void check_ctrl_lines(void)
 	size_t cons = offsetof(struct viw_ring_ctrl, cons) / CACHELINE;
 	size_t arm = offsetof(struct viw_ring_ctrl, arm) / CACHELINE;
 
-	check(prod != cons && prod != arm && cons != arm,
-	      "prod, cons and arm in separate cache lines", 0, 0);
-	CHECK_EQ("kflags next to arm",
-		 offsetof(struct viw_ring_ctrl, kflags) / CACHELINE, arm);
+	CHECK_SIZE(prod != cons && prod != arm && cons != arm,
+		   "prod, cons and arm in separate cache lines", 0, 0);
+	LAYOUT_EQ("kflags next to arm",
+		  offsetof(struct viw_ring_ctrl, kflags) / CACHELINE, arm);
 }
 
 /* The same header compiled as strict C99 must give the same layout. */
@@ -170,22 +163,22 @@ static void check_c99(void)
 	struct viw_abi_layout l;
 
 	viw_abi_c99_layout(&l);
-	CHECK_EQ("c99 sqe", l.sqe, sizeof(struct viw_sqe));
-	CHECK_EQ("c99 rqe", l.rqe, sizeof(struct viw_rqe));
-	CHECK_EQ("c99 cqe", l.cqe, sizeof(struct viw_cqe));
-	CHECK_EQ("c99 ring ctrl", l.ctrl, sizeof(struct viw_ring_ctrl));
-	CHECK_EQ("c99 db page", l.db, sizeof(struct viw_db_page));
-	CHECK_EQ("c99 uresp ctx", l.ctx, sizeof(struct viw_uresp_alloc_ctx));
-	CHECK_EQ("c99 uresp cq", l.cq, sizeof(struct viw_uresp_create_cq));
-	CHECK_EQ("c99 uresp qp", l.qp, sizeof(struct viw_uresp_create_qp));
-	CHECK_EQ("c99 uresp srq", l.srq, sizeof(struct viw_uresp_create_srq));
-	CHECK_EQ("c99 sqe.sge", l.sqe_sge, offsetof(struct viw_sqe, sge));
-	CHECK_EQ("c99 rqe.sge", l.rqe_sge, offsetof(struct viw_rqe, sge));
-	CHECK_EQ("c99 cqe.qp_id", l.cqe_qp_id, offsetof(struct viw_cqe, qp_id));
-	CHECK_EQ("c99 ctrl.kflags", l.ctrl_kflags,
-		 offsetof(struct viw_ring_ctrl, kflags));
-	CHECK_EQ("c99 uresp qp.rq_size", l.qp_rq_size,
-		 offsetof(struct viw_uresp_create_qp, rq_size));
+	LAYOUT_EQ("c99 sqe", l.sqe, sizeof(struct viw_sqe));
+	LAYOUT_EQ("c99 rqe", l.rqe, sizeof(struct viw_rqe));
+	LAYOUT_EQ("c99 cqe", l.cqe, sizeof(struct viw_cqe));
+	LAYOUT_EQ("c99 ring ctrl", l.ctrl, sizeof(struct viw_ring_ctrl));
+	LAYOUT_EQ("c99 db page", l.db, sizeof(struct viw_db_page));
+	LAYOUT_EQ("c99 uresp ctx", l.ctx, sizeof(struct viw_uresp_alloc_ctx));
+	LAYOUT_EQ("c99 uresp cq", l.cq, sizeof(struct viw_uresp_create_cq));
+	LAYOUT_EQ("c99 uresp qp", l.qp, sizeof(struct viw_uresp_create_qp));
+	LAYOUT_EQ("c99 uresp srq", l.srq, sizeof(struct viw_uresp_create_srq));
+	LAYOUT_EQ("c99 sqe.sge", l.sqe_sge, offsetof(struct viw_sqe, sge));
+	LAYOUT_EQ("c99 rqe.sge", l.rqe_sge, offsetof(struct viw_rqe, sge));
+	LAYOUT_EQ("c99 cqe.qp_id", l.cqe_qp_id, offsetof(struct viw_cqe, qp_id));
+	LAYOUT_EQ("c99 ctrl.kflags", l.ctrl_kflags,
+		  offsetof(struct viw_ring_ctrl, kflags));
+	LAYOUT_EQ("c99 uresp qp.rq_size", l.qp_rq_size,
+		  offsetof(struct viw_uresp_create_qp, rq_size));
 }
 
 int main(void)
@@ -194,9 +187,5 @@ int main(void)
 	check_u64_alignment();
 	check_ctrl_lines();
 	check_c99();
-	if (failures) {
-		printf("%d layout check(s) failed\n", failures);
-		return 1;
-	}
-	return 0;
+	return tc_done("unit.abi_layout");
 }

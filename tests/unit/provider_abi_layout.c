@@ -39,6 +39,7 @@
 
 #include "elf_reader.h"
 #include "verbs_provider.h"
+#include "viw_check.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define NUM_OPS (sizeof(struct verbs_context_ops) / sizeof(void *))
@@ -343,22 +344,7 @@ static const struct provider providers[] = {
 		 QEDR_ABI_VERSION, QEDR_ABI_VERSION),
 };
 
-static int failures;
 static bool op_proven[NUM_OPS];
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("FAIL ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	failures++;
-}
 
 /* Static builds prefix global provider symbols with "rdmacore<V>_<v>_". */
 static const char *strip_static_prefix(const char *name)
@@ -461,16 +447,17 @@ static void check_op_reloc(const struct elf_target *t, void *arg)
 			continue;
 		w->seen[i]++;
 		if (m->offset != t->offset) {
-			fail("%s: %s is .%s at offset %llu in libibverbs, "
-			     "at %zu in verbs_provider.h", w->where, fn, m->op,
-			     (unsigned long long)t->offset, m->offset);
+			tc_fail("%s: %s is .%s at offset %llu in libibverbs, "
+				"at %zu in verbs_provider.h", w->where, fn,
+				m->op, (unsigned long long)t->offset,
+				m->offset);
 			return;
 		}
 		op_proven[m->offset / sizeof(void *)] = true;
 		return;
 	}
-	fail("%s: offset %llu holds %s, which the test's table does not know",
-	     w->where, (unsigned long long)t->offset, fn ? fn : "?");
+	tc_fail("%s: offset %llu holds %s, which the test's table does not know",
+		w->where, (unsigned long long)t->offset, fn ? fn : "?");
 }
 
 static void check_ops_table(const struct archive *a,
@@ -483,21 +470,21 @@ static void check_ops_table(const struct archive *a,
 
 	sym = archive_find(a, table->symbol, &w.obj);
 	if (!sym) {
-		fail("%s: no table %s", a->path, table->symbol);
+		tc_fail("%s: no table %s", a->path, table->symbol);
 		return;
 	}
 	if (sym->st_size != sizeof(struct verbs_context_ops))
-		fail("%s: sizeof(struct verbs_context_ops) is %llu in "
-		     "libibverbs, %zu in verbs_provider.h", table->symbol,
-		     (unsigned long long)sym->st_size,
-		     sizeof(struct verbs_context_ops));
+		tc_fail("%s: sizeof(struct verbs_context_ops) is %llu in "
+			"libibverbs, %zu in verbs_provider.h", table->symbol,
+			(unsigned long long)sym->st_size,
+			sizeof(struct verbs_context_ops));
 	if (elf_walk_relocs(w.obj, sym, check_op_reloc, &w) < 0)
-		fail("%s: malformed relocations", a->path);
+		tc_fail("%s: malformed relocations", a->path);
 	for (i = 0; i < table->n_ops; i++)
 		if (seen[i] != 1)
-			fail("%s: .%s = %s found %u times, expected once",
-			     table->symbol, table->ops[i].op,
-			     table->ops[i].func, seen[i]);
+			tc_fail("%s: .%s = %s found %u times, expected once",
+				table->symbol, table->ops[i].op,
+				table->ops[i].func, seen[i]);
 }
 
 struct dev_walk {
@@ -546,10 +533,10 @@ static void check_dev_reloc(const struct elf_target *t, void *arg)
 			want = NULL, field = "?";
 	}
 	if (!want || !got || strcmp(want, got)) {
-		fail("verbs_provider_%s: offset %llu holds %s; "
-		     "verbs_provider.h has .%s (%s) there", w->p->name,
-		     (unsigned long long)t->offset, got ? got : "?", field,
-		     want ? want : "nothing the test expects");
+		tc_fail("verbs_provider_%s: offset %llu holds %s; "
+			"verbs_provider.h has .%s (%s) there", w->p->name,
+			(unsigned long long)t->offset, got ? got : "?", field,
+			want ? want : "nothing the test expects");
 		return;
 	}
 	w->seen++;
@@ -575,16 +562,16 @@ static void check_dev_abi_range(const struct provider *p,
 		return;
 	d = elf_section_data(obj, sym->st_shndx, &size);
 	if (!d || sym->st_value + sizeof(struct verbs_device_ops) > size) {
-		fail("verbs_provider_%s: no data", p->name);
+		tc_fail("verbs_provider_%s: no data", p->name);
 		return;
 	}
 	d += sym->st_value;
 	min = read_u32(d + DEV_OFF(match_min_abi_version));
 	max = read_u32(d + DEV_OFF(match_max_abi_version));
 	if (min != p->abi_min || max != p->abi_max)
-		fail("verbs_provider_%s: ABI range read as %u..%u at the "
-		     "offsets of match_{min,max}_abi_version, expected %u..%u",
-		     p->name, min, max, p->abi_min, p->abi_max);
+		tc_fail("verbs_provider_%s: ABI range read as %u..%u at the "
+			"offsets of match_{min,max}_abi_version, expected %u..%u",
+			p->name, min, max, p->abi_min, p->abi_max);
 }
 
 static void check_dev_ops(const struct archive *a, const struct provider *p)
@@ -596,37 +583,37 @@ static void check_dev_ops(const struct archive *a, const struct provider *p)
 	snprintf(name, sizeof(name), "verbs_provider_%s", p->name);
 	sym = archive_find(a, name, &w.obj);
 	if (!sym) {
-		fail("%s: no %s", a->path, name);
+		tc_fail("%s: no %s", a->path, name);
 		return;
 	}
 	if (sym->st_size != sizeof(struct verbs_device_ops))
-		fail("%s: sizeof(struct verbs_device_ops) is %llu in "
-		     "libibverbs, %zu in verbs_provider.h", name,
-		     (unsigned long long)sym->st_size,
-		     sizeof(struct verbs_device_ops));
+		tc_fail("%s: sizeof(struct verbs_device_ops) is %llu in "
+			"libibverbs, %zu in verbs_provider.h", name,
+			(unsigned long long)sym->st_size,
+			sizeof(struct verbs_device_ops));
 	if (elf_walk_relocs(w.obj, sym, check_dev_reloc, &w) < 0)
-		fail("%s: malformed relocations", a->path);
+		tc_fail("%s: malformed relocations", a->path);
 	if (w.seen != 5)
-		fail("%s: %u of name, match_table, alloc_context, "
-		     "alloc_device and uninit_device found", name, w.seen);
+		tc_fail("%s: %u of name, match_table, alloc_context, "
+			"alloc_device and uninit_device found", name, w.seen);
 	check_dev_abi_range(p, w.obj, sym);
 }
 
 static void check_provider(const char *dir, const struct provider *p)
 {
 	struct archive a;
-	int before = failures;
+	int before = tc_failures;
 	size_t i;
 
 	if (!archive_load(&a, dir, p->name)) {
-		fail("cannot read %s: %s (libibverbs-dev ships it)", a.path,
-		     strerror(errno));
+		tc_fail("cannot read %s: %s (libibverbs-dev ships it)", a.path,
+			strerror(errno));
 		return;
 	}
 	for (i = 0; i < p->n_tables; i++)
 		check_ops_table(&a, &p->tables[i]);
 	check_dev_ops(&a, p);
-	if (failures == before)
+	if (tc_failures == before)
 		printf("PASS %s: %zu ops table(s) and verbs_device_ops\n",
 		       p->name, p->n_tables);
 	for (i = 0; i < a.n_objs; i++)
@@ -682,8 +669,8 @@ static void check_size_from_code(const char *dir, const char *func,
 		return;
 	}
 	if (theirs != ours) {
-		fail("sizeof(%s) is %lu in libibverbs (%s), %zu in "
-		     "verbs_provider.h", type, theirs, func, ours);
+		tc_fail("sizeof(%s) is %lu in libibverbs (%s), %zu in "
+			"verbs_provider.h", type, theirs, func, ours);
 		return;
 	}
 	printf("PASS sizeof(%s) == %zu (from %s)\n", type, ours, func);
@@ -719,8 +706,8 @@ static void check_viw_op(const struct elf_target *t, void *arg)
 
 	w->n++;
 	if (i >= NUM_OPS || !op_proven[i])
-		fail("libviw sets op #%zu (%s) whose offset no provider "
-		     "proves", i, fn);
+		tc_fail("libviw sets op #%zu (%s) whose offset no provider "
+			"proves", i, fn);
 }
 
 /* Every op libviw sets must sit at an offset proven above. */
@@ -730,19 +717,19 @@ static void check_viw_coverage(const char *so_path)
 	struct elf_file so;
 	struct blob b;
 	const Elf64_Sym *sym;
-	int before = failures;
+	int before = tc_failures;
 
 	if (!blob_read_file(so_path, &b) || !elf_open(&so, &b)) {
-		fail("cannot read %s", so_path);
+		tc_fail("cannot read %s", so_path);
 		return;
 	}
 	w.so = &so;
 	sym = elf_find_defined(&so, "viw_context_ops");
 	if (!sym || sym->st_size != sizeof(struct verbs_context_ops)) {
-		fail("%s: no viw_context_ops of the right size", so_path);
+		tc_fail("%s: no viw_context_ops of the right size", so_path);
 	} else {
 		elf_walk_relocs(&so, sym, check_viw_op, &w);
-		if (failures == before)
+		if (tc_failures == before)
 			printf("PASS all %u ops libviw sets are proven\n",
 			       w.n);
 	}
@@ -780,9 +767,5 @@ int main(int argc, char **argv)
 	add_run_time_proofs();
 	check_viw_coverage(argv[2]);
 	report_unproven();
-	if (failures) {
-		printf("%d provider ABI check(s) failed\n", failures);
-		return 1;
-	}
-	return 0;
+	return tc_done("unit.provider_abi_layout");
 }

@@ -13,25 +13,9 @@
 #include <string.h>
 
 #include "viw.h"
+#include "viw_check.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			printf("FAIL %s:%d: ", __func__, __LINE__);	\
-			printf(__VA_ARGS__);				\
-			printf("\n");					\
-			failures++;					\
-		}							\
-	} while (0)
-
-static void report(const char *name, int before)
-{
-	printf("%s %s\n", failures == before ? "PASS" : "FAIL", name);
-}
 
 /* The doorbell system calls, recorded. */
 static unsigned int doorbells;
@@ -136,7 +120,7 @@ static struct ibv_sge sge2[2] = {
 static void test_send_fill(void)
 {
 	struct ibv_send_wr wr[4], *bad = NULL;
-	int before = failures, rv;
+	int before = tc_failures, rv;
 
 	setup();
 	memset(wr, 0, sizeof(wr));
@@ -177,7 +161,7 @@ static void test_send_fill(void)
 	CHECK(sqe_at(3)->opcode == VIW_OP_SEND_INV &&
 	      sqe_at(3)->inv_stag == 0x5555 && sqe_at(3)->num_sge == 0,
 	      "send_inv sqe");
-	report("post_send fills SEND, WRITE, READ, SEND_WITH_INV", before);
+	tc_report("post_send fills SEND, WRITE, READ, SEND_WITH_INV", before);
 }
 
 static struct viw_bind_mw sqe_bind(uint32_t i)
@@ -199,7 +183,7 @@ static void test_mw_fill(void)
 			       .mw_access_flags = IBV_ACCESS_REMOTE_READ } };
 	struct ibv_send_wr wr[2], *bad;
 	struct viw_bind_mw b;
-	int before = failures;
+	int before = tc_failures;
 	int rv;
 
 	setup();
@@ -245,7 +229,7 @@ static void test_mw_fill(void)
 	      sqe_at(2)->wr_id == 22 && b.length == 4096 &&
 	      b.access == VIW_MW_REMOTE_READ, "type 1 bind, rkey %#x",
 	      mw1.rkey);
-	report("post_send fills BIND_MW, LOCAL_INV; ibv_bind_mw", before);
+	tc_report("post_send fills BIND_MW, LOCAL_INV; ibv_bind_mw", before);
 }
 
 /* Atomics: operands in the SGE area, one 8-byte buffer, nothing inline. */
@@ -254,7 +238,7 @@ static void test_atomic_fill(void)
 	struct ibv_sge res = { (uintptr_t)buf + 128, 8, 0x3333 };
 	struct ibv_send_wr wr[2], *bad = NULL;
 	struct viw_sqe_atomic at;
-	int before = failures, rv;
+	int before = tc_failures, rv;
 
 	setup();
 	memset(wr, 0, sizeof(wr));
@@ -294,7 +278,7 @@ static void test_atomic_fill(void)
 	CHECK(viw_post_send(&qp.vqp.qp, &wr[1], &bad) == EINVAL,
 	      "inline atomic accepted");
 	CHECK(qp.sq.ring.ctrl->prod == 2, "refused WRs were posted");
-	report("post_send fills CMP_AND_SWP, FETCH_AND_ADD", before);
+	tc_report("post_send fills CMP_AND_SWP, FETCH_AND_ADD", before);
 }
 
 static int post_one(enum ibv_wr_opcode op, int flags, int num_sge,
@@ -309,7 +293,7 @@ static int post_one(enum ibv_wr_opcode op, int flags, int num_sge,
 static void test_doorbell_rules(void)
 {
 	struct ibv_send_wr *bad;
-	int before = failures;
+	int before = tc_failures;
 
 	setup();
 	db.flags = 0;
@@ -331,14 +315,14 @@ static void test_doorbell_rules(void)
 	CHECK(post_one(IBV_WR_SEND, 0, 1, &bad) == EIO, "doorbell error lost");
 	CHECK(bad == NULL, "bad_wr set although the WR is in the ring");
 	CHECK(qp.sq.ring.ctrl->prod == 4, "prod %u", qp.sq.ring.ctrl->prod);
-	report("doorbell only on NEED_WAKEUP or KF_ERROR, errors returned",
-	       before);
+	tc_report("doorbell only on NEED_WAKEUP or KF_ERROR, errors returned",
+		  before);
 }
 
 static void test_send_flags(void)
 {
 	struct ibv_send_wr *bad;
-	int before = failures;
+	int before = tc_failures;
 
 	setup();
 	CHECK(post_one(IBV_WR_SEND, 0, 1, &bad) == 0, "post");
@@ -346,14 +330,14 @@ static void test_send_flags(void)
 	qp.sq_sig_all = true;
 	CHECK(post_one(IBV_WR_SEND, 0, 1, &bad) == 0, "post");
 	CHECK(sqe_at(1)->flags & VIW_WQE_SIGNALED, "sq_sig_all ignored");
-	report("sq_sig_all", before);
+	tc_report("sq_sig_all", before);
 }
 
 static void test_inline(void)
 {
 	struct ibv_send_wr *bad;
 	struct viw_sqe *sqe;
-	int before = failures;
+	int before = tc_failures;
 
 	setup();
 	memcpy(buf, "hello, ", 7);
@@ -375,13 +359,13 @@ static void test_inline(void)
 	CHECK(qp.sq.ring.ctrl->prod == 1, "refused WRs were posted");
 	sge2[0].length = 16;
 	sge2[1].length = 32;
-	report("inline data copied, too long or READ refused", before);
+	tc_report("inline data copied, too long or READ refused", before);
 }
 
 static void test_bad_send(void)
 {
 	struct ibv_send_wr wr[3], *bad = NULL;
-	int before = failures, rv;
+	int before = tc_failures, rv;
 
 	setup();
 	CHECK(post_one(IBV_WR_SEND_WITH_IMM, 0, 1, &bad) == EINVAL,
@@ -407,13 +391,13 @@ static void test_bad_send(void)
 	      !(sqe_at(1)->flags & VIW_WQE_VALID), "prod %u",
 	      qp.sq.ring.ctrl->prod);
 	CHECK(doorbells == 1, "posted WR without doorbell");
-	report("bad send WRs refused with EINVAL, bad_wr set", before);
+	tc_report("bad send WRs refused with EINVAL, bad_wr set", before);
 }
 
 static void test_sq_full(void)
 {
 	struct ibv_send_wr wr[SLOTS + 2], *bad = NULL;
-	int before = failures, i, rv;
+	int before = tc_failures, i, rv;
 
 	setup();
 	memset(wr, 0, sizeof(wr));
@@ -434,14 +418,14 @@ static void test_sq_full(void)
 	CHECK(qp.sq.ring.ctrl->prod == SLOTS + 3, "prod %u",
 	      qp.sq.ring.ctrl->prod);
 	CHECK(sqe_at(SLOTS)->wr_id == SLOTS - 1, "wrapped slot");
-	report("full SQ: ENOMEM at the first WR that does not fit", before);
+	tc_report("full SQ: ENOMEM at the first WR that does not fit", before);
 }
 
 static void test_recv(void)
 {
 	struct ibv_recv_wr wr[SLOTS + 1], *bad = NULL;
 	struct viw_rqe *rqe;
-	int before = failures, i, rv;
+	int before = tc_failures, i, rv;
 
 	setup();
 	memset(wr, 0, sizeof(wr));
@@ -471,13 +455,13 @@ static void test_recv(void)
 	rv = viw_post_recv(&qp.vqp.qp, wr, &bad);
 	CHECK(rv == EINVAL && bad == &wr[0], "QP on SRQ: rv %d", rv);
 	CHECK(doorbells == 0, "doorbell for nothing");
-	report("post_recv: fill, ENOMEM, EINVAL, QP on an SRQ", before);
+	tc_report("post_recv: fill, ENOMEM, EINVAL, QP on an SRQ", before);
 }
 
 static void test_srq_recv(void)
 {
 	struct ibv_recv_wr wr[2], *bad = NULL;
-	int before = failures, rv;
+	int before = tc_failures, rv;
 
 	setup();
 	memset(wr, 0, sizeof(wr));
@@ -490,7 +474,7 @@ static void test_srq_recv(void)
 	CHECK(srq.q.ring.ctrl->prod == 1 && rqe_at(&srq.q, 0)->wr_id == 5,
 	      "first WR not posted");
 	CHECK(doorbells == 1 && !doorbell_had_wrs, "doorbell");
-	report("post_srq_recv", before);
+	tc_report("post_srq_recv", before);
 }
 
 static void kernel_cqe(uint32_t i, uint8_t status, uint8_t opcode,
@@ -519,7 +503,7 @@ static void test_poll_status(void)
 {
 	struct ibv_wc wc[SLOTS];
 	uint32_t i, n = VIW_CQE_STATUS_MAX + 1, done = 0;
-	int before = failures, got;
+	int before = tc_failures, got;
 
 	setup();
 	while (done < n) {
@@ -540,13 +524,13 @@ static void test_poll_status(void)
 	}
 	CHECK(cq.q.ring.ctrl->cons == n, "cons %u", cq.q.ring.ctrl->cons);
 	CHECK(viw_poll_cq(&cq.ibv_cq, SLOTS, wc) == 0, "empty CQ polled");
-	report("poll_cq maps every viw_cqe_status", before);
+	tc_report("poll_cq maps every viw_cqe_status", before);
 }
 
 static void test_poll_atomic(void)
 {
 	struct ibv_wc wc[2];
-	int before = failures, got;
+	int before = tc_failures, got;
 
 	setup();
 	kernel_cqe(0, VIW_CQE_SUCCESS, VIW_CQE_OP_COMP_SWAP, 0);
@@ -557,13 +541,13 @@ static void test_poll_atomic(void)
 	      wc[0].status == IBV_WC_SUCCESS, "comp_swap -> %d", wc[0].opcode);
 	CHECK(wc[1].opcode == IBV_WC_FETCH_ADD &&
 	      wc[1].status == IBV_WC_SUCCESS, "fetch_add -> %d", wc[1].opcode);
-	report("poll_cq maps the atomic opcodes", before);
+	tc_report("poll_cq maps the atomic opcodes", before);
 }
 
 static void test_poll_garbage(void)
 {
 	struct ibv_wc wc[4];
-	int before = failures, got;
+	int before = tc_failures, got;
 
 	setup();
 	kernel_cqe(0, 200, VIW_CQE_OP_SEND, 0);
@@ -593,13 +577,13 @@ static void test_poll_garbage(void)
 	CHECK(got == 2 && wc[0].opcode == IBV_WC_BIND_MW &&
 	      wc[1].opcode == IBV_WC_LOCAL_INV &&
 	      wc[1].status == IBV_WC_MW_BIND_ERR, "bind/local_inv opcodes");
-	report("poll_cq: bad status/opcode -> GENERAL_ERR, INV, partial, MW",
-	       before);
+	tc_report("poll_cq: bad status/opcode -> GENERAL_ERR, INV, partial, MW",
+		  before);
 }
 
 static void test_notify(void)
 {
-	int before = failures;
+	int before = tc_failures;
 
 	setup();
 	CHECK(viw_req_notify_cq(&cq.ibv_cq, 1) == 0, "rv");
@@ -610,7 +594,7 @@ static void test_notify(void)
 	      (VIW_CQ_ARM_SOLICITED | VIW_CQ_ARM_NEXT), "arm %u",
 	      cq.q.ring.ctrl->arm);
 	CHECK(doorbells == 0, "system call to arm");
-	report("req_notify_cq sets arm bits without a system call", before);
+	tc_report("req_notify_cq sets arm bits without a system call", before);
 }
 
 /* The extended QP interface, as ibv_create_qp_ex() sets it up. */
@@ -642,7 +626,7 @@ static bool any_slot_valid(void)
 static void test_wr_batch(void)
 {
 	struct ibv_qp_ex *qpx = qp_ex_setup(VIW_QP_EX_SEND_OPS);
-	int before = failures, rv;
+	int before = tc_failures, rv;
 
 	memcpy(buf + 128, "hello", 5);
 	ibv_wr_start(qpx);
@@ -687,8 +671,8 @@ static void test_wr_batch(void)
 	      sqe_at(3)->flags == (VIW_WQE_VALID | VIW_WQE_INLINE) &&
 	      sqe_at(3)->inline_len == 5 && sqe_at(3)->num_sge == 0 &&
 	      !memcmp(sqe_at(3)->sge, "hello", 5), "inline send_inv sqe");
-	report("ibv_wr_*: a batch fills the ring and posts at wr_complete",
-	       before);
+	tc_report("ibv_wr_*: a batch fills the ring and posts at wr_complete",
+		  before);
 }
 
 /* ibv_wr_atomic_*: the same SQEs as post_send's atomics. */
@@ -696,7 +680,7 @@ static void test_wr_atomic(void)
 {
 	struct ibv_qp_ex *qpx = qp_ex_setup(VIW_QP_EX_SEND_OPS);
 	struct viw_sqe_atomic at;
-	int before = failures, rv;
+	int before = tc_failures, rv;
 
 	ibv_wr_start(qpx);
 	qpx->wr_id = 30;
@@ -727,7 +711,7 @@ static void test_wr_atomic(void)
 	ibv_wr_set_sge(qpx, 1, (uintptr_t)buf, 8);
 	CHECK(ibv_wr_complete(qpx) == EINVAL && !any_slot_valid(),
 	      "atomic on a QP without WITH_ATOMIC_FETCH_AND_ADD posted");
-	report("ibv_wr_atomic_cmp_swp and ibv_wr_atomic_fetch_add", before);
+	tc_report("ibv_wr_atomic_cmp_swp and ibv_wr_atomic_fetch_add", before);
 }
 
 /* A batch with one bad WR among good ones; returns wr_complete's errno. */
@@ -804,7 +788,7 @@ static void test_wr_bad_batch(void)
 		  "opcode not in send_ops_flags" },
 		{ bad_ring_overflow, VIW_QP_EX_SEND_OPS, ENOMEM, "SQ overflow" },
 	};
-	int before = failures, rv;
+	int before = tc_failures, rv;
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -816,14 +800,14 @@ static void test_wr_bad_batch(void)
 		      "%s: part of the batch posted", cases[i].what);
 		CHECK(sq_unlocked(), "%s: SQ left locked", cases[i].what);
 	}
-	report("ibv_wr_complete: a bad WR drops the whole batch", before);
+	tc_report("ibv_wr_complete: a bad WR drops the whole batch", before);
 }
 
 static void test_wr_abort(void)
 {
 	struct ibv_qp_ex *qpx = qp_ex_setup(VIW_QP_EX_SEND_OPS);
 	struct ibv_send_wr *bad;
-	int before = failures;
+	int before = tc_failures;
 
 	ibv_wr_start(qpx);
 	ibv_wr_send(qpx);
@@ -848,8 +832,8 @@ static void test_wr_abort(void)
 	CHECK(post_one(IBV_WR_SEND, 0, 1, &bad) == 0, "post_send");
 	CHECK(qp.sq.ring.ctrl->prod == 3 && sqe_at(2)->flags & VIW_WQE_VALID,
 	      "post_send after a batch");
-	report("ibv_wr_abort posts nothing; a WR without data has no SGEs",
-	       before);
+	tc_report("ibv_wr_abort posts nothing; a WR without data has no SGEs",
+		  before);
 }
 
 static void test_cq_ex_poll(void)
@@ -857,7 +841,7 @@ static void test_cq_ex_poll(void)
 	struct ibv_cq_ex *cqx = &cq.ibv_cq_ex;
 	struct ibv_poll_cq_attr attr = {};
 	struct ibv_wc wc;
-	int before = failures;
+	int before = tc_failures;
 
 	setup();
 	viw_cq_ex_init(&cq);
@@ -901,8 +885,8 @@ static void test_cq_ex_poll(void)
 	CHECK(viw_poll_cq(ibv_cq_ex_to_cq(cqx), 1, &wc) == 1 &&
 	      wc.wr_id == 1003 && wc.opcode == IBV_WC_RDMA_READ,
 	      "poll_cq after start_poll");
-	report("ibv_cq_ex: start/next/end_poll, read_*, mixed with poll_cq",
-	       before);
+	tc_report("ibv_cq_ex: start/next/end_poll, read_*, mixed with poll_cq",
+		  before);
 }
 
 int main(void)
@@ -926,9 +910,5 @@ int main(void)
 	test_wr_bad_batch();
 	test_wr_abort();
 	test_cq_ex_poll();
-	if (failures) {
-		printf("%d fast path check(s) failed\n", failures);
-		return 1;
-	}
-	return 0;
+	return tc_done("unit.provider_fastpath");
 }

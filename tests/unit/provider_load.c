@@ -25,20 +25,9 @@
 
 #include "fake_sysfs.h"
 #include "verbs_provider.h"
+#include "viw_check.h"
 
 #define PROVIDER_SUFFIX "-rdmav34.so"
-
-static int failures;
-
-static void result(int ok, const char *name, const char *why)
-{
-	if (ok) {
-		printf("PASS %s\n", name);
-		return;
-	}
-	printf("FAIL %s: %s\n", name, why);
-	failures++;
-}
 
 /* ibv_get_device_list() with stderr captured into @log. */
 static struct ibv_device **list_devices(int *num, char *log, size_t size)
@@ -75,24 +64,24 @@ static const struct verbs_device_ops *loaded_provider(const char *so)
 
 static void check_ops(const struct verbs_device_ops *ops)
 {
-	result(ops && ops->name && !strcmp(ops->name, "viw"),
-	       "verbs_provider_viw names viw", "wrong or missing name");
-	result(ops && ops->match_min_abi_version == VIW_ABI_VERSION &&
-	       ops->match_max_abi_version == VIW_ABI_VERSION,
-	       "provider accepts uverbs ABI VIW_ABI_VERSION", "wrong range");
-	result(ops && ops->match_device && ops->alloc_device &&
-	       ops->uninit_device && ops->alloc_context,
-	       "provider has match_device and the device callbacks",
-	       "wrong callbacks");
+	tc_result(ops && ops->name && !strcmp(ops->name, "viw"),
+		  "verbs_provider_viw names viw", "wrong or missing name");
+	tc_result(ops && ops->match_min_abi_version == VIW_ABI_VERSION &&
+		  ops->match_max_abi_version == VIW_ABI_VERSION,
+		  "provider accepts uverbs ABI VIW_ABI_VERSION", "wrong range");
+	tc_result(ops && ops->match_device && ops->alloc_device &&
+		  ops->uninit_device && ops->alloc_context,
+		  "provider has match_device and the device callbacks",
+		  "wrong callbacks");
 	/*
 	 * libibverbs walks every provider's table when it matches other
 	 * drivers' devices by driver id: it must exist and hold only the
 	 * end marker, so that match_device alone decides.
 	 */
-	result(ops && ops->match_table &&
-	       ops->match_table[0].kind == VERBS_MATCH_SENTINEL,
-	       "match table holds only the end marker",
-	       "missing or non-empty match table");
+	tc_result(ops && ops->match_table &&
+		  ops->match_table[0].kind == VERBS_MATCH_SENTINEL,
+		  "match table holds only the end marker",
+		  "missing or non-empty match table");
 }
 
 static void check_claimed(struct ibv_device **list,
@@ -106,8 +95,8 @@ static void check_claimed(struct ibv_device **list,
 		if (!strcmp((*list)->name, "rnic7"))
 			found = vdev->ops == ops;
 	}
-	result(found, "libviw claims the viw device",
-	       "device rnic7 missing or claimed by another provider");
+	tc_result(found, "libviw claims the viw device",
+		  "device rnic7 missing or claimed by another provider");
 }
 
 int main(void)
@@ -133,20 +122,20 @@ int main(void)
 	list = list_devices(&num, log, sizeof(log));
 	if (log[0])
 		printf("libibverbs said:\n%s", log);
-	result(!strstr(log, so), "libibverbs loaded the provider quietly",
-	       "libibverbs warned about it (see above)");
+	tc_result(!strstr(log, so), "libibverbs loaded the provider quietly",
+		  "libibverbs warned about it (see above)");
 
 	ops = loaded_provider(so);
 	if (!ops && !dlopen(so, RTLD_NOW))
 		printf("dlopen: %s\n", dlerror());
-	result(ops != NULL, "libviw is loaded and exports verbs_provider_viw",
-	       "not loaded by libibverbs");
-	result(dlvsym(RTLD_DEFAULT, "verbs_register_driver_34",
-		      "IBVERBS_PRIVATE_34") != NULL,
-	       "libibverbs exports verbs_register_driver_34@IBVERBS_PRIVATE_34",
-	       "it does not");
+	tc_result(ops != NULL, "libviw is loaded and exports verbs_provider_viw",
+		  "not loaded by libibverbs");
+	tc_result(dlvsym(RTLD_DEFAULT, "verbs_register_driver_34",
+			 "IBVERBS_PRIVATE_34") != NULL,
+		  "libibverbs exports verbs_register_driver_34@IBVERBS_PRIVATE_34",
+		  "it does not");
 	check_ops(ops);
 	check_claimed(list, ops);
 	ibv_free_device_list(list);
-	return failures ? 1 : 0;
+	return tc_done("unit.provider_load");
 }

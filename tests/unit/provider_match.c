@@ -28,22 +28,11 @@
 
 #include "fake_sysfs.h"
 #include "verbs_provider.h"
+#include "viw_check.h"
 
 #define PROBE_HCA_TYPE "viw-test-probe"
 #define CANARY 0xa5
 #define CANARY_LEN 64
-
-static int failures;
-
-static void result(int ok, const char *name, const char *why)
-{
-	if (ok) {
-		printf("PASS %s\n", name);
-		return;
-	}
-	printf("FAIL %s: %s\n", name, why);
-	failures++;
-}
 
 /* The test's own provider, claiming hca_type PROBE_HCA_TYPE. */
 static struct verbs_sysfs_dev *probe_sysfs;
@@ -118,51 +107,52 @@ static void check_probe_layout(struct ibv_device **list)
 	struct verbs_device *vdev = (struct verbs_device *)dev;
 	char buf[64];
 
-	result(dev && probe_matches == 1 && (void *)dev == probe_mem,
-	       "test provider claimed probe0 once",
-	       "libibverbs did not call match_device/alloc_device as expected");
+	tc_result(dev && probe_matches == 1 && (void *)dev == probe_mem,
+		  "test provider claimed probe0 once",
+		  "libibverbs did not call match_device/alloc_device as expected");
 	if (!dev || (void *)dev != probe_mem)
 		return;
-	result(vdev->ops == &probe_ops, "verbs_device.ops",
-	       "libibverbs stored ops elsewhere");
-	result(vdev->refcount == 2, "verbs_device.refcount",
-	       "not 1 (alloc) + 1 (device list hold)");
-	result(vdev->sysfs == probe_sysfs && probe_sysfs,
-	       "verbs_device.sysfs", "not the device passed to match_device");
-	result(vdev->entry.next && vdev->entry.prev &&
-	       vdev->entry.next->prev == &vdev->entry &&
-	       vdev->entry.prev->next == &vdev->entry,
-	       "verbs_device.entry", "not a linked list node");
-	result(vdev->core_support == 0 && canary_intact(),
-	       "nothing written past verbs_device.entry/sysfs",
-	       "core_support or the bytes after the struct changed");
-	result(ibv_read_ibdev_sysfs_file(buf, sizeof(buf), vdev->sysfs,
-					 "node_type") > 0 &&
-	       dev->node_type == IBV_NODE_RNIC &&
-	       dev->transport_type == IBV_TRANSPORT_IWARP,
-	       "sysfs handle usable, device is an iWARP RNIC",
-	       "wrong node or transport type");
+	tc_result(vdev->ops == &probe_ops, "verbs_device.ops",
+		  "libibverbs stored ops elsewhere");
+	tc_result(vdev->refcount == 2, "verbs_device.refcount",
+		  "not 1 (alloc) + 1 (device list hold)");
+	tc_result(vdev->sysfs == probe_sysfs && probe_sysfs,
+		  "verbs_device.sysfs", "not the device passed to match_device");
+	tc_result(vdev->entry.next && vdev->entry.prev &&
+		  vdev->entry.next->prev == &vdev->entry &&
+		  vdev->entry.prev->next == &vdev->entry,
+		  "verbs_device.entry", "not a linked list node");
+	tc_result(vdev->core_support == 0 && canary_intact(),
+		  "nothing written past verbs_device.entry/sysfs",
+		  "core_support or the bytes after the struct changed");
+	tc_result(ibv_read_ibdev_sysfs_file(buf, sizeof(buf), vdev->sysfs,
+					    "node_type") > 0 &&
+		  dev->node_type == IBV_NODE_RNIC &&
+		  dev->transport_type == IBV_TRANSPORT_IWARP,
+		  "sysfs handle usable, device is an iWARP RNIC",
+		  "wrong node or transport type");
 }
 
 static void check_viw_claims(struct ibv_device **list,
 			     const struct verbs_device_ops *viw)
 {
-	result(viw != NULL, "libibverbs loaded libviw from RDMAV_DRIVERS",
-	       "verbs_provider_viw not found in a loaded libviw");
+	tc_result(viw != NULL, "libibverbs loaded libviw from RDMAV_DRIVERS",
+		  "verbs_provider_viw not found in a loaded libviw");
 	if (!viw)
 		return;
-	result(owner(list, "blue") == viw, "viw claims a viw device named blue",
-	       "not claimed by libviw");
-	result(owner(list, "rnic-2") == viw,
-	       "viw claims a viw device named rnic-2", "not claimed by libviw");
-	result(!find(list, "viw0"),
-	       "viw ignores a device named viw0 of another hca_type",
-	       "someone claimed it (name matching?)");
-	result(!find(list, "nohca"),
-	       "viw ignores a device without hca_type", "someone claimed it");
-	result(!find(list, "green"),
-	       "viw refuses a viw device of another uverbs ABI",
-	       "someone claimed it");
+	tc_result(owner(list, "blue") == viw,
+		  "viw claims a viw device named blue", "not claimed by libviw");
+	tc_result(owner(list, "rnic-2") == viw,
+		  "viw claims a viw device named rnic-2",
+		  "not claimed by libviw");
+	tc_result(!find(list, "viw0"),
+		  "viw ignores a device named viw0 of another hca_type",
+		  "someone claimed it (name matching?)");
+	tc_result(!find(list, "nohca"),
+		  "viw ignores a device without hca_type", "someone claimed it");
+	tc_result(!find(list, "green"),
+		  "viw refuses a viw device of another uverbs ABI",
+		  "someone claimed it");
 }
 
 int main(void)
@@ -191,8 +181,8 @@ int main(void)
 	verbs_register_driver_34(&probe_ops);
 
 	list = ibv_get_device_list(&num);
-	result(list && num == 3, "three devices claimed",
-	       "expected blue, rnic-2 and probe0");
+	tc_result(list && num == 3, "three devices claimed",
+		  "expected blue, rnic-2 and probe0");
 
 	snprintf(so, sizeof(so), "%s-rdmav34.so", drivers);
 	h = dlopen(so, RTLD_NOW | RTLD_NOLOAD);
@@ -201,5 +191,5 @@ int main(void)
 	check_viw_claims(list, viw);
 	check_probe_layout(list);
 	ibv_free_device_list(list);
-	return failures ? 1 : 0;
+	return tc_done("unit.provider_match");
 }

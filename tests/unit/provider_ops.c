@@ -23,14 +23,7 @@
 #include <rdma/ib_user_ioctl_verbs.h>
 
 #include "verbs_provider.h"
-
-static int failures;
-
-static void result(bool ok, const char *name)
-{
-	printf("%s %s\n", ok ? "PASS" : "FAIL", name);
-	failures += !ok;
-}
+#include "viw_check.h"
 
 struct probe_context {
 	struct verbs_context vctx;
@@ -68,24 +61,27 @@ static void check_public_ops(struct verbs_device *vdev)
 					  struct probe_context, vctx,
 					  RDMA_DRIVER_UNKNOWN);
 	if (!pc) {
-		result(false, "libibverbs allocates a context");
+		tc_result(false, "libibverbs allocates a context",
+			  "it did not");
 		return;
 	}
-	result(pc->vctx.alloc_parent_domain != marker_parent_domain &&
-	       pc->vctx.create_qp_ex != marker_create_qp_ex,
-	       "stubs before verbs_set_ops");
+	tc_result(pc->vctx.alloc_parent_domain != marker_parent_domain &&
+		  pc->vctx.create_qp_ex != marker_create_qp_ex,
+		  "stubs before verbs_set_ops", "an op is set already");
 
 	memset(&ops, 0, sizeof(ops));
 	ops.alloc_parent_domain = marker_parent_domain;
 	verbs_set_ops(&pc->vctx, &ops);
-	result(pc->vctx.alloc_parent_domain == marker_parent_domain,
-	       "verbs_context_ops.alloc_parent_domain at libibverbs' offset");
+	tc_result(pc->vctx.alloc_parent_domain == marker_parent_domain,
+		  "verbs_context_ops.alloc_parent_domain at libibverbs' offset",
+		  "set at another offset");
 
 	memset(&ops, 0, sizeof(ops));
 	ops.create_qp_ex = marker_create_qp_ex;
 	verbs_set_ops(&pc->vctx, &ops);
-	result(pc->vctx.create_qp_ex == marker_create_qp_ex,
-	       "verbs_context_ops.create_qp_ex at libibverbs' offset");
+	tc_result(pc->vctx.create_qp_ex == marker_create_qp_ex,
+		  "verbs_context_ops.create_qp_ex at libibverbs' offset",
+		  "set at another offset");
 
 	verbs_uninit_context(&pc->vctx);
 	free(pc);
@@ -96,11 +92,12 @@ static void check_qp_ex_bit(void)
 	struct verbs_qp vqp;
 
 	memset(&vqp, 0, sizeof(vqp));
-	result(ibv_qp_to_qp_ex(&vqp.qp) == NULL,
-	       "ibv_qp_to_qp_ex: NULL for a plain QP");
+	tc_result(ibv_qp_to_qp_ex(&vqp.qp) == NULL,
+		  "ibv_qp_to_qp_ex: NULL for a plain QP", "not NULL");
 	vqp.comp_mask = VERBS_QP_EX;
-	result(ibv_qp_to_qp_ex(&vqp.qp) == &vqp.qp_ex,
-	       "ibv_qp_to_qp_ex: the QP with VERBS_QP_EX");
+	tc_result(ibv_qp_to_qp_ex(&vqp.qp) == &vqp.qp_ex,
+		  "ibv_qp_to_qp_ex: the QP with VERBS_QP_EX",
+		  "another pointer");
 }
 
 int main(void)
@@ -115,5 +112,5 @@ int main(void)
 	check_public_ops(vdev);
 	check_qp_ex_bit();
 	free(vdev);
-	return failures ? 1 : 0;
+	return tc_done("unit.provider_ops");
 }

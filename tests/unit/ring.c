@@ -19,24 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "viw_check.h"
 #include "viw_ring.h"
-
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			printf("FAIL %s:%d: ", __func__, __LINE__);	\
-			printf(__VA_ARGS__);				\
-			printf("\n");					\
-			failures++;					\
-		}							\
-	} while (0)
-
-static void report(const char *name, int before)
-{
-	printf("%s %s\n", failures == before ? "PASS" : "FAIL", name);
-}
 
 static void *ring_mem(uint32_t slots, uint32_t slot_size)
 {
@@ -196,7 +180,7 @@ static void test_init(void)
 	struct viw_ring r;
 	void *mem = ring_mem(8, VIW_SQE_SIZE);
 	uint64_t size = viw_rp_ring_bytes(8, VIW_SQE_SIZE);
-	int before = failures;
+	int before = tc_failures;
 
 	CHECK(viw_ring_init(&r, mem, size, 8, VIW_SQE_SIZE), "8 slots");
 	CHECK(!viw_ring_init(&r, mem, size - 1, 8, VIW_SQE_SIZE),
@@ -212,7 +196,7 @@ static void test_init(void)
 	      !viw_rp_is_pow2(0) && !viw_rp_is_pow2(3) &&
 	      !viw_rp_is_pow2(UINT32_MAX), "is_pow2");
 	free(mem);
-	report("ring init", before);
+	tc_report("ring init", before);
 }
 
 static void test_slots(void)
@@ -220,7 +204,7 @@ static void test_slots(void)
 	struct viw_ring r;
 	uint8_t *mem = ring_mem(16, VIW_CQE_SIZE);
 	uint32_t i;
-	int before = failures;
+	int before = tc_failures;
 
 	viw_ring_init(&r, mem, viw_rp_ring_bytes(16, VIW_CQE_SIZE), 16,
 		      VIW_CQE_SIZE);
@@ -233,7 +217,7 @@ static void test_slots(void)
 	CHECK(viw_ring_slot(&r, UINT32_MAX) == viw_ring_slot(&r, 15),
 	      "slot UINT32_MAX");
 	free(mem);
-	report("slot addressing", before);
+	tc_report("slot addressing", before);
 }
 
 /* Free-running u32 indices across the 2^32 wrap, provider side. */
@@ -242,7 +226,7 @@ static void test_wrap(void)
 	struct viw_ring r;
 	void *mem = ring_mem(8, VIW_SQE_SIZE);
 	uint32_t start = UINT32_MAX - 3, i;
-	int before = failures;
+	int before = tc_failures;
 
 	viw_ring_init(&r, mem, viw_rp_ring_bytes(8, VIW_SQE_SIZE), 8,
 		      VIW_SQE_SIZE);
@@ -272,7 +256,7 @@ static void test_wrap(void)
 	r.ctrl->cons = r.head + 0x80000000u;
 	CHECK(viw_ring_full(&r), "cons half the index space away");
 	free(mem);
-	report("wraparound, full and empty", before);
+	tc_report("wraparound, full and empty", before);
 }
 
 /* ---- VALID handoff ----------------------------------------------------- */
@@ -281,7 +265,7 @@ static void test_valid(void)
 {
 	struct viw_sqe sqe = {}, copy;
 	struct viw_cqe cqe = {};
-	int before = failures;
+	int before = tc_failures;
 
 	CHECK(!viw_rp_wqe_posted(&sqe.flags), "fresh sqe valid");
 	CHECK(!viw_rp_wqe_take(&copy, &sqe, sizeof(sqe)), "took a fresh sqe");
@@ -304,7 +288,7 @@ static void test_valid(void)
 	      "cqe flags 0x%x", cqe.flags);
 	viw_rp_cqe_release(&cqe);
 	CHECK(cqe.flags == 0, "released cqe 0x%x", cqe.flags);
-	report("VALID handoff", before);
+	tc_report("VALID handoff", before);
 }
 
 /* ---- The kernel's WQ consumer against the provider's producer ---------- */
@@ -327,7 +311,7 @@ static void test_wq_consumer(void)
 	uint32_t start = UINT32_MAX - 2, i;
 	struct viw_ring r;
 	struct kwq k;
-	int before = failures;
+	int before = tc_failures;
 
 	viw_ring_init(&r, mem, viw_rp_ring_bytes(8, VIW_SQE_SIZE), 8,
 		      VIW_SQE_SIZE);
@@ -355,7 +339,7 @@ static void test_wq_consumer(void)
 	      "cons %u fetch %u", r.ctrl->cons, k.fetch);
 	free(k.shadow);
 	free(mem);
-	report("WQ: kernel consumer, provider producer, wrap at 2^32", before);
+	tc_report("WQ: kernel consumer, provider producer, wrap at 2^32", before);
 }
 
 /* The kernel never reads prod or cons of a WQ: garbage there changes nothing. */
@@ -368,7 +352,7 @@ static void test_wq_hostile_indices(void)
 	struct viw_ring r;
 	struct kwq k;
 	uint32_t g, seq = 0;
-	int before = failures;
+	int before = tc_failures;
 
 	viw_ring_init(&r, mem, viw_rp_ring_bytes(8, VIW_SQE_SIZE), 8,
 		      VIW_SQE_SIZE);
@@ -392,7 +376,7 @@ static void test_wq_hostile_indices(void)
 	}
 	free(k.shadow);
 	free(mem);
-	report("WQ: kernel ignores garbage prod and cons", before);
+	tc_report("WQ: kernel ignores garbage prod and cons", before);
 }
 
 static struct viw_sqe *raw_sqe(void *mem, uint32_t i)
@@ -407,7 +391,7 @@ static void test_wq_hostile_flags(void)
 	struct viw_sqe *copy;
 	struct kwq k;
 	uint32_t i;
-	int before = failures;
+	int before = tc_failures;
 
 	kwq_init(&k, mem, 8, VIW_SQE_SIZE, 0);
 
@@ -450,7 +434,7 @@ static void test_wq_hostile_flags(void)
 	      "early repost not taken once its slot was retired");
 	free(k.shadow);
 	free(mem);
-	report("WQ: kernel against garbage flags and early posts", before);
+	tc_report("WQ: kernel against garbage flags and early posts", before);
 }
 
 /* A process scribbling anywhere in its ring, at random. */
@@ -493,7 +477,7 @@ static void test_wq_scribble(void)
 	uint64_t seed = 1;
 	uint32_t n, taken = 0, bad = 0;
 	struct kwq k;
-	int before = failures;
+	int before = tc_failures;
 
 	kwq_init(&k, mem, 8, VIW_SQE_SIZE, UINT32_MAX - 100);
 	for (n = 0; n < SCRIBBLE_ROUNDS; n++) {
@@ -520,7 +504,7 @@ static void test_wq_scribble(void)
 	CHECK(k.fetch - (UINT32_MAX - 100) == taken, "indices wrapped wrong");
 	free(k.shadow);
 	free(mem);
-	report("WQ: kernel against a scribbling process", before);
+	tc_report("WQ: kernel against a scribbling process", before);
 }
 
 /* ---- SRQ --------------------------------------------------------------- */
@@ -543,7 +527,7 @@ static void test_srq_limit(void)
 	struct ksrq k = { .ctrl = mem, .num_slots = 8, .fetch = UINT32_MAX };
 	struct viw_rqe rqe;
 	uint32_t i;
-	int before = failures;
+	int before = tc_failures;
 
 	k.ctrl->cons = k.fetch;
 	for (i = 0; i < 4; i++)
@@ -575,7 +559,7 @@ static void test_srq_limit(void)
 	CHECK(k.ctrl->cons == k.fetch && k.fetch == 5, "cons %u fetch %u",
 	      k.ctrl->cons, k.fetch);
 	free(mem);
-	report("SRQ: take and limit against garbage prod", before);
+	tc_report("SRQ: take and limit against garbage prod", before);
 }
 
 /* ---- The kernel's CQ producer against the provider's consumer ---------- */
@@ -599,7 +583,7 @@ static void test_cq_producer(void)
 	struct viw_cqe *slot = viw_rp_slot(mem, 4, VIW_CQE_SIZE, k.prod);
 	struct viw_ring r;
 	uint32_t i;
-	int before = failures;
+	int before = tc_failures;
 
 	viw_ring_init(&r, mem, viw_rp_ring_bytes(4, VIW_CQE_SIZE), 4,
 		      VIW_CQE_SIZE);
@@ -623,7 +607,7 @@ static void test_cq_producer(void)
 	CHECK(k.prod == 9 && r.head == 9 && k.ctrl->cons == 9, "prod %u",
 	      k.prod);
 	free(mem);
-	report("CQ: kernel producer, provider consumer, wrap at 2^32", before);
+	tc_report("CQ: kernel producer, provider consumer, wrap at 2^32", before);
 }
 
 /* A consumer that stops consuming, or scribbles on the CQ, loses only its CQ. */
@@ -633,7 +617,7 @@ static void test_cq_hostile_consumer(void)
 	struct kcq k = { .ctrl = mem, .num_slots = 4, .prod = 0 };
 	struct viw_cqe c;
 	uint32_t i;
-	int before = failures;
+	int before = tc_failures;
 
 	k.ctrl->kflags = 0x100;		/* garbage the kernel keeps */
 	for (i = 0; i < 4; i++) {
@@ -660,7 +644,7 @@ static void test_cq_hostile_consumer(void)
 	viw_rp_cqe_release(viw_rp_slot(mem, 4, VIW_CQE_SIZE, 0));
 	CHECK(kcq_push(&k, &c) == -1 && k.prod == 4, "CQ came back");
 	free(mem);
-	report("CQ: kernel against a hostile consumer", before);
+	tc_report("CQ: kernel against a hostile consumer", before);
 }
 
 /* ---- Arming ------------------------------------------------------------ */
@@ -668,7 +652,7 @@ static void test_cq_hostile_consumer(void)
 static void test_arm_bits(void)
 {
 	struct viw_ring_ctrl ctrl = {};
-	int before = failures;
+	int before = tc_failures;
 
 	CHECK(!viw_rp_cq_take_arm(&ctrl, false) &&
 	      !viw_rp_cq_take_arm(&ctrl, true), "unarmed CQ fired");
@@ -707,7 +691,7 @@ static void test_arm_bits(void)
 	CHECK(!viw_rp_cq_take_arm(&ctrl, true) &&
 	      ctrl.arm == ~(uint32_t)(VIW_CQ_ARM_NEXT | VIW_CQ_ARM_SOLICITED),
 	      "no arm bits: fired or changed");
-	report("CQ arm bits", before);
+	tc_report("CQ arm bits", before);
 }
 
 #define ARM_ROUNDS 200000
@@ -740,7 +724,7 @@ static void test_arm_race(void)
 	struct arm_race a = {};
 	pthread_t t;
 	uint32_t i;
-	int before = failures;
+	int before = tc_failures;
 
 	pthread_create(&t, NULL, arm_kernel, &a);
 	for (i = 0; i < ARM_ROUNDS; i++) {
@@ -754,7 +738,7 @@ static void test_arm_race(void)
 	pthread_join(t, NULL);
 	CHECK(a.fired == ARM_ROUNDS && i == ARM_ROUNDS,
 	      "%u arms, %u events", i, a.fired);
-	report("CQ arm race", before);
+	tc_report("CQ arm race", before);
 }
 
 #define FLIP_ROUNDS 100000
@@ -780,7 +764,7 @@ static void test_arm_flipper(void)
 	struct arm_race a = {};
 	uint32_t i, fired = 0;
 	pthread_t t;
-	int before = failures;
+	int before = tc_failures;
 
 	a.ctrl.arm = VIW_CQ_ARM_NEXT;
 	pthread_create(&t, NULL, arm_flipper, &a);
@@ -794,7 +778,7 @@ static void test_arm_flipper(void)
 	pthread_join(t, NULL);
 	CHECK(fired == FLIP_ROUNDS, "%u events for %u armed completions",
 	      fired, FLIP_ROUNDS);
-	report("CQ arm word flipped by the process", before);
+	tc_report("CQ arm word flipped by the process", before);
 }
 
 /* ---- Both halves on two threads ----------------------------------------- */
@@ -876,7 +860,7 @@ static void test_sq_stress(void)
 	struct stress s = {};
 	void *mem = ring_mem(STRESS_SLOTS, VIW_SQE_SIZE);
 	pthread_t t;
-	int before = failures;
+	int before = tc_failures;
 
 	viw_ring_init(&s.ring, mem, viw_rp_ring_bytes(STRESS_SLOTS,
 						      VIW_SQE_SIZE),
@@ -894,7 +878,7 @@ static void test_sq_stress(void)
 	      s.ring.ctrl->cons, s.ring.head);
 	free(s.kwq.shadow);
 	free(mem);
-	report("SQ kernel/provider stress", before);
+	tc_report("SQ kernel/provider stress", before);
 }
 
 /* The kernel's CQ: push when there is room, as completions arrive. */
@@ -951,7 +935,7 @@ static void test_cq_stress(void)
 	struct stress s = {};
 	void *mem = ring_mem(STRESS_SLOTS, VIW_CQE_SIZE);
 	pthread_t t;
-	int before = failures;
+	int before = tc_failures;
 
 	viw_ring_init(&s.ring, mem, viw_rp_ring_bytes(STRESS_SLOTS,
 						      VIW_CQE_SIZE),
@@ -969,7 +953,7 @@ static void test_cq_stress(void)
 	CHECK(s.ring.ctrl->cons == s.ring.ctrl->prod, "cons %u prod %u",
 	      s.ring.ctrl->cons, s.ring.ctrl->prod);
 	free(mem);
-	report("CQ kernel/provider stress", before);
+	tc_report("CQ kernel/provider stress", before);
 }
 
 int main(void)
@@ -993,9 +977,5 @@ int main(void)
 	test_arm_flipper();
 	test_sq_stress();
 	test_cq_stress();
-	if (failures) {
-		printf("%d ring check(s) failed\n", failures);
-		return 1;
-	}
-	return 0;
+	return tc_done("unit.ring");
 }

@@ -77,6 +77,21 @@ die() {
 	exit 1
 }
 
+# bad MSG...: a check failed; report it and go on.  For scripts that run
+# many independent checks: checks_done then fails the test if any did.
+failures=0
+bad() {
+	local name=${0##*/}
+	echo "FAIL: ${name%.sh}: $*" >&2
+	failures=$((failures + 1))
+}
+
+# checks_done: fail the test if a check reported with bad failed.
+checks_done() {
+	local name=${0##*/}
+	[ "$failures" = 0 ] || die "$failures ${name%.sh} check(s) failed (see above)"
+}
+
 # run CMD...: echo then run, so the log shows what produced the output.
 run() {
 	echo "+ $*"

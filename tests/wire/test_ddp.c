@@ -78,6 +78,21 @@ static int decode_exact(const u8 *buf, size_t len, struct viw_ddp_hdr *h,
 	return rv;
 }
 
+/*
+ * The untagged header at @buf (18 bytes) and behind it the body an encoder
+ * wrote: the body must be the @len bytes of @want, the header must say
+ * so, and the whole FPDU must decode back into @dh.
+ */
+static void check_body(const u8 *buf, const u8 *want, size_t len,
+		       struct viw_ddp_hdr *dh)
+{
+	struct viw_term_cause c;
+
+	CHECK(!memcmp(buf + 18, want, len));
+	CHECK_EQ(viw_ddp_hdr_len(buf), 18 + len);
+	CHECK_EQ(decode_exact(buf, 18 + len, dh, &c), 0);
+}
+
 static void test_round_trips(void)
 {
 	struct viw_ddp_hdr h, d;
@@ -375,14 +390,11 @@ static void test_read_req(void)
 		.src_to = 0xf0f1f2f3f4f5f6f7ULL,
 	}, d;
 	struct viw_ddp_hdr h = mk_hdr(VIW_RDMAP_READ_REQ), dh;
-	struct viw_term_cause c;
 	u8 buf[46];
 
 	CHECK_EQ(viw_ddp_encode(buf, sizeof(buf), &h), 18);
 	viw_read_req_encode(buf + 18, &rr);
-	CHECK(!memcmp(buf + 18, want, sizeof(want)));
-	CHECK_EQ(viw_ddp_hdr_len(buf), 46);
-	CHECK_EQ(decode_exact(buf, 46, &dh, &c), 0);
+	check_body(buf, want, sizeof(want), &dh);
 	viw_read_req_decode(buf + 18, &d);
 	CHECK_EQ(d.sink_stag, rr.sink_stag);
 	CHECK(d.sink_to == rr.sink_to);
@@ -416,9 +428,7 @@ static void test_atomic_req(void)
 
 	CHECK_EQ(viw_ddp_encode(buf, sizeof(buf), &h), 18);
 	viw_atomic_req_encode(buf + 18, &ar);
-	CHECK(!memcmp(buf + 18, want, sizeof(want)));
-	CHECK_EQ(viw_ddp_hdr_len(buf), 70);
-	CHECK_EQ(decode_exact(buf, 70, &dh, &c), 0);
+	check_body(buf, want, sizeof(want), &dh);
 	CHECK_EQ(dh.qn, VIW_QN_READ_REQ);
 	CHECK_EQ(viw_atomic_req_decode(buf + 18, &d, &c), 0);
 	CHECK_EQ(d.op, ar.op);
@@ -472,13 +482,11 @@ static void test_atomic_resp(void)
 		.req_id = 0xcafe0001, .orig = 0x800000000000002aULL,
 	}, d;
 	struct viw_ddp_hdr h = mk_hdr(VIW_RDMAP_ATOMIC_RESP), dh;
-	struct viw_term_cause c;
 	u8 buf[30];
 
 	CHECK_EQ(viw_ddp_encode(buf, sizeof(buf), &h), 18);
 	viw_atomic_resp_encode(buf + 18, &r);
-	CHECK(!memcmp(buf + 18, want, sizeof(want)));
-	CHECK_EQ(decode_exact(buf, 30, &dh, &c), 0);
+	check_body(buf, want, sizeof(want), &dh);
 	CHECK_EQ(dh.qn, VIW_QN_ATOMIC_RESP);
 	viw_atomic_resp_decode(buf + 18, &d);
 	CHECK_EQ(d.req_id, r.req_id);
@@ -561,7 +569,7 @@ static void test_framing(void)
 		/* fits, and the next larger ULPDU does not */
 		CHECK(viw_fpdu_len(m) <= emss);
 		CHECK(viw_fpdu_len(m + 1) > emss);
-		if (wire_failures)
+		if (tc_failures)
 			break;
 	}
 	CHECK_EQ(viw_fpdu_len(viw_mulpdu(65540)), 65540);
@@ -667,5 +675,5 @@ int main(void)
 	RUN(test_crc_bytes);
 	RUN(test_crc32c_kat);
 	RUN(test_fpdu_kat);
-	return wire_done("wire.ddp");
+	return tc_done("wire.ddp");
 }

@@ -543,5 +543,5 @@ int main(void)
 	RUN(test_reject);
 	RUN(test_exchange);
 	RUN(test_siw_request);
-	return wire_done("wire.mpa");
+	return tc_done("wire.mpa");
 }

@@ -404,5 +404,5 @@ int main(void)
 	RUN(test_wc_status);
 	RUN(test_tagged_ddp);
 	RUN(test_tagged_rdmap);
-	return wire_done("wire.term");
+	return tc_done("wire.term");
 }

@@ -1,19 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * Test harness state and a table-driven CRC32c, written independently of
- * the kernel's so that the known-answer tests mean something.
+ * A table-driven CRC32c, written independently of the kernel's so that
+ * the known-answer tests mean something.
  */
 #include "wire_test.h"
-
-int wire_failures;
-int wire_checks;
-
-int wire_done(const char *suite)
-{
-	printf("%s: %d checks, %d failed\n", suite, wire_checks,
-	       wire_failures);
-	return wire_failures ? 1 : 0;
-}
 
 static u32 wire_crc_table[256];
 

@@ -22,8 +22,6 @@ need_peer_tools
 
 make_two_hosts viw
 
-
-
 # show NAME FILE...: the logs, prefixed, so a failure shows both sides.
 show() {
 	local f
@@ -33,30 +31,49 @@ show() {
 	done
 }
 
+# pair NAME WHAT LISTENER PORT: viw_target in b with the arguments in
+# targ, viw_peer in a with those in parg; LISTENER (target or peer) starts
+# first and listens on PORT.  Their lines go to $tlog and $plog
+# (NAME.target, NAME.peer); both must succeed.
+pair() {
+	local name=$1 what=$2 listener=$3 port=$4 pid rc=0
+
+	tlog=$VIW_OUT/$name.target
+	plog=$VIW_OUT/$name.peer
+	if [ "$listener" = target ]; then
+		in_b "$TARGET" "${targ[@]}" >"$tlog" 2>&1 &
+		pid=$!
+		wait_listen "$NS_B" "$port"
+		in_a "$PEER" "${parg[@]}" >"$plog" 2>&1 || rc=$?
+	else
+		in_a "$PEER" "${parg[@]}" >"$plog" 2>&1 &
+		pid=$!
+		wait_listen "$NS_A" "$port"
+		in_b "$TARGET" "${targ[@]}" >"$tlog" 2>&1 || rc=$?
+	fi
+	wait "$pid" || rc=$((rc ? rc : 100 + $?))
+	show "$plog" "$tlog"
+	[ "$rc" = 0 ] || die "$what: peer or target failed ($rc)"
+}
+
 # peer_client NAME CRC PORT: viw_target listens in b; viw_peer connects
 # from a with an MPA v2 request (CRC as given) and drives the data path.
 peer_client() {
-	local name=$1 crc=$2 port=$3 info tlog plog tpid rc=0
+	local name=$1 crc=$2 port=$3 info tlog plog targ parg
 
 	info=$VIW_OUT/$name.info
-	tlog=$VIW_OUT/$name.target
-	plog=$VIW_OUT/$name.peer
 	rm -f "$info"
-	in_b "$TARGET" -s "$IP_B" "$port" --mr-size 8192 --recv 4 \
-		--info "$info" --run 60 --until-disconnect >"$tlog" 2>&1 &
-	tpid=$!
-	wait_listen "$NS_B" "$port"
-	in_a "$PEER" -t 60 -P -i "$info" -c "$IP_B:$port" \
-		"mpa-req:crc=$crc" "expect-rep:reject=0,crc=$crc,rev=2" \
-		send:len=3000 \
-		write:stag=@STAG,to=@ADDR+100,len=200 \
-		read-req:len=64,src_stag=@STAG,src_to=@ADDR+4000,sink_stag=0x77,sink_to=4000,repeat=2 \
-		read-fpdus:count=2,secs=20 \
-		term:layer=0,type=2,code=6 \
-		expect-close:secs=20 >"$plog" 2>&1 || rc=$?
-	wait "$tpid" || rc=$((rc ? rc : 100 + $?))
-	show "$plog" "$tlog"
-	[ "$rc" = 0 ] || die "$name: peer or target failed ($rc)"
+	targ=(-s "$IP_B" "$port" --mr-size 8192 --recv 4 --info "$info"
+	      --run 60 --until-disconnect)
+	parg=(-t 60 -P -i "$info" -c "$IP_B:$port"
+	      "mpa-req:crc=$crc" "expect-rep:reject=0,crc=$crc,rev=2"
+	      send:len=3000
+	      write:stag=@STAG,to=@ADDR+100,len=200
+	      read-req:len=64,src_stag=@STAG,src_to=@ADDR+4000,sink_stag=0x77,sink_to=4000,repeat=2
+	      read-fpdus:count=2,secs=20
+	      term:layer=0,type=2,code=6
+	      expect-close:secs=20)
+	pair "$name" "$name" target "$port"
 
 	has "$plog" "^REPLY rev 2 crc $crc reject 0 "
 	# both READs answered with the target's bytes (-P: MR pattern at TO)
@@ -82,23 +99,15 @@ peer_client() {
 # request; viw sends a SEND, a WRITE and a READ request, the peer answers
 # the READ, and viw's rdma_disconnect reaches the peer as a FIN.
 peer_server() {
-	local port=$1 tlog plog ppid rc=0
+	local port=$1 tlog plog targ parg
 
-	tlog=$VIW_OUT/server.target
-	plog=$VIW_OUT/server.peer
-	in_a "$PEER" -t 60 -l "$port" \
-		expect-req:rev=2 mpa-rep \
-		read-fpdus:count=3,secs=20 \
-		read-resp:fill=0x5c \
-		expect-close:secs=20 >"$plog" 2>&1 &
-	ppid=$!
-	wait_listen "$NS_A" "$port"
-	in_b "$TARGET" -c "$IP_A" "$port" --send 100 --write 200 --read 300 \
-		--rstag 0x4321 --rto 0x8000 --disconnect-after 3 --run 30 \
-		--until-disconnect >"$tlog" 2>&1 || rc=$?
-	wait "$ppid" || rc=$((rc ? rc : 100 + $?))
-	show "$plog" "$tlog"
-	[ "$rc" = 0 ] || die "peer-server: peer or target failed ($rc)"
+	parg=(-t 60 -l "$port" expect-req:rev=2 mpa-rep
+	      read-fpdus:count=3,secs=20 read-resp:fill=0x5c
+	      expect-close:secs=20)
+	targ=(-c "$IP_A" "$port" --send 100 --write 200 --read 300
+	      --rstag 0x4321 --rto 0x8000 --disconnect-after 3 --run 30
+	      --until-disconnect)
+	pair server peer-server peer "$port"
 
 	has "$plog" '^REQUEST rev 2 crc [01] markers 0 '
 	has "$plog" '^FPDU SEND qn 0 msn 1 mo 0 len 100 last 1 '
@@ -119,36 +128,22 @@ peer_server() {
 # reject_both PORT: viw rejects the peer's request and the peer rejects
 # viw's, each with private data that reaches the other side.
 reject_both() {
-	local port=$1 tlog plog pid rc=0
+	local port=$1 tlog plog targ parg
 
-	tlog=$VIW_OUT/reject.target
-	plog=$VIW_OUT/reject.peer
-	in_b "$TARGET" -s "$IP_B" "$port" --reject --pdata 10 --run 20 \
-		--until-disconnect >"$tlog" 2>&1 &
-	pid=$!
-	wait_listen "$NS_B" "$port"
-	in_a "$PEER" -t 30 -c "$IP_B:$port" mpa-req:pd=20 \
-		expect-rep:reject=1 expect-close:secs=20 >"$plog" 2>&1 || rc=$?
-	wait "$pid" || rc=$((rc ? rc : 100 + $?))
-	show "$plog" "$tlog"
-	[ "$rc" = 0 ] || die "reject by viw: peer or target failed ($rc)"
+	targ=(-s "$IP_B" "$port" --reject --pdata 10 --run 20
+	      --until-disconnect)
+	parg=(-t 30 -c "$IP_B:$port" mpa-req:pd=20 expect-rep:reject=1
+	      expect-close:secs=20)
+	pair reject "reject by viw" target "$port"
 	has "$tlog" '^CM PDATA len 20 6162636465666768696a6b6c6d6e6f7071727374$'
 	has "$tlog" '^REJECT rc 0$'
 	has "$plog" '^REPLY rev 2 crc 0 reject 1 pd 10 '
 	has "$plog" '^PDATA 10 54545454545454545454$'
 
-	tlog=$VIW_OUT/rejected.target
-	plog=$VIW_OUT/rejected.peer
-	rc=0
-	in_a "$PEER" -t 30 -l "$((port + 1))" expect-req:pd=5 \
-		mpa-rep:reject=1,pd=30 expect-close:secs=20 >"$plog" 2>&1 &
-	pid=$!
-	wait_listen "$NS_A" "$((port + 1))"
-	in_b "$TARGET" -c "$IP_A" "$((port + 1))" --pdata 5 --run 20 \
-		--until-disconnect >"$tlog" 2>&1 || rc=$?
-	wait "$pid" || rc=$((rc ? rc : 100 + $?))
-	show "$plog" "$tlog"
-	[ "$rc" = 0 ] || die "reject by the peer: peer or target failed ($rc)"
+	parg=(-t 30 -l "$((port + 1))" expect-req:pd=5 mpa-rep:reject=1,pd=30
+	      expect-close:secs=20)
+	targ=(-c "$IP_A" "$((port + 1))" --pdata 5 --run 20 --until-disconnect)
+	pair rejected "reject by the peer" peer "$((port + 1))"
 	has "$plog" '^PDATA 5 5454545454$'
 	has "$tlog" '^CM EVENT REJECTED status '
 	has "$tlog" '^CM PDATA len 30 6162636465666768696a6b6c6d6e6f707172737475767778797a61626364$'
@@ -158,39 +153,24 @@ reject_both() {
 # p2p_both PORT: with viw's mpa_p2p on, the peer's RTR opens the passive
 # side, and viw as initiator sends its RTR before anything else.
 p2p_both() {
-	local port=$1 tlog plog pid rc=0 knob=/sys/kernel/debug/viw/mpa_p2p
+	local port=$1 tlog plog targ parg knob=/sys/kernel/debug/viw/mpa_p2p
 
 	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 	echo 1 >"$knob"
-	tlog=$VIW_OUT/p2p.target
-	plog=$VIW_OUT/p2p.peer
-	in_b "$TARGET" -s "$IP_B" "$port" --recv 2 --run 20 \
-		--until-disconnect >"$tlog" 2>&1 &
-	pid=$!
-	wait_listen "$NS_B" "$port"
-	in_a "$PEER" -t 30 -c "$IP_B:$port" mpa-req:rtr=read+write \
-		expect-rep:p2p=1 rtr send:len=10 expect-open:secs=2 fin \
-		expect-close:secs=20 >"$plog" 2>&1 || rc=$?
-	wait "$pid" || rc=$((rc ? rc : 100 + $?))
-	show "$plog" "$tlog"
-	[ "$rc" = 0 ] || die "p2p, viw passive: peer or target failed ($rc)"
+	targ=(-s "$IP_B" "$port" --recv 2 --run 20 --until-disconnect)
+	parg=(-t 30 -c "$IP_B:$port" mpa-req:rtr=read+write expect-rep:p2p=1
+	      rtr send:len=10 expect-open:secs=2 fin expect-close:secs=20)
+	pair p2p "p2p, viw passive" target "$port"
 	has "$plog" '^REPLY rev 2 crc 0 reject 0 pd 0 ird [0-9]+ ord [0-9]+ p2p 1 rtr (read|write)$'
 	has "$tlog" '^CM EVENT ESTABLISHED status 0$'
 	has "$tlog" '^WC opcode RECV status SUCCESS len 10$'
 
-	tlog=$VIW_OUT/p2p-active.target
-	plog=$VIW_OUT/p2p-active.peer
-	rc=0
-	in_a "$PEER" -t 30 -l "$((port + 1))" expect-req:p2p=1 mpa-rep \
-		read-fpdus:count=2,secs=20 expect-close:secs=20 >"$plog" 2>&1 &
-	pid=$!
-	wait_listen "$NS_A" "$((port + 1))"
-	in_b "$TARGET" -c "$IP_A" "$((port + 1))" --send 10 \
-		--disconnect-after 2 --run 20 --until-disconnect >"$tlog" 2>&1 || rc=$?
-	wait "$pid" || rc=$((rc ? rc : 100 + $?))
+	parg=(-t 30 -l "$((port + 1))" expect-req:p2p=1 mpa-rep
+	      read-fpdus:count=2,secs=20 expect-close:secs=20)
+	targ=(-c "$IP_A" "$((port + 1))" --send 10 --disconnect-after 2
+	      --run 20 --until-disconnect)
+	pair p2p-active "p2p, viw active" peer "$((port + 1))"
 	echo 0 >"$knob"
-	show "$plog" "$tlog"
-	[ "$rc" = 0 ] || die "p2p, viw active: peer or target failed ($rc)"
 	# the RTR (zero-length WRITE: the peer picked write), then the SEND
 	grep -A2 '^SENT MPA REP' "$plog" | sed -n 2p | grep -q '^FPDU WRITE stag 0x0 to 0x0 len 0 last 1$' ||
 		die "p2p, viw active: the first FPDU is not the RTR"
@@ -201,20 +181,12 @@ p2p_both() {
 
 # ipv6 PORT: the client case over IPv6 (viw_peer -6, [addr]:port).
 ipv6() {
-	local port=$1 tlog plog pid rc=0
+	local port=$1 tlog plog targ parg
 
-	tlog=$VIW_OUT/ipv6.target
-	plog=$VIW_OUT/ipv6.peer
-	in_b "$TARGET" -s "$IP6_B" "$port" --recv 2 --run 20 \
-		--until-disconnect >"$tlog" 2>&1 &
-	pid=$!
-	wait_listen "$NS_B" "$port"
-	in_a "$PEER" -6 -t 30 -c "[$IP6_B]:$port" mpa-req:crc=1 \
-		expect-rep:crc=1 send:len=1500 expect-open:secs=2 fin \
-		expect-close:secs=20 >"$plog" 2>&1 || rc=$?
-	wait "$pid" || rc=$((rc ? rc : 100 + $?))
-	show "$plog" "$tlog"
-	[ "$rc" = 0 ] || die "IPv6: peer or target failed ($rc)"
+	targ=(-s "$IP6_B" "$port" --recv 2 --run 20 --until-disconnect)
+	parg=(-6 -t 30 -c "[$IP6_B]:$port" mpa-req:crc=1 expect-rep:crc=1
+	      send:len=1500 expect-open:secs=2 fin expect-close:secs=20)
+	pair ipv6 IPv6 target "$port"
 	has "$plog" "^CONNECTED local $IP6_A port "
 	has "$tlog" '^WC opcode RECV status SUCCESS len 1500$'
 	log "IPv6 ok"

@@ -13,14 +13,8 @@
 
 ROBUST=$VIW_BUILD/tests/functional/viw_cm_robust
 CEPS=/sys/kernel/debug/viw/ceps
-FAILS=0
 [ -x "$ROBUST" ] || die "$ROBUST not built"
 [ -x "$PEER" ] || die "$PEER not built"
-
-bad() {
-	echo "FAIL: $*" >&2
-	FAILS=$((FAILS + 1))
-}
 
 # Live CEPs, less each device's modify_qp listener (viw_direct.c).
 ceps() {
@@ -84,42 +78,39 @@ server_done() {
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 make_two_hosts viw
 
+# fin_case NAME PORT MODE PEER_STEPS...: viw_cm_robust -m MODE takes a
+# request that a FIN follows, as the peer's steps send them; viw must
+# accept it and then close the stream.
+fin_case() {
+	local name=$1 port=$2 mode=$3
+	shift 3
+	server "$name" "$port" -m "$mode" -t 40
+	peer "$name" -t 40 -c "$IP_A:$port" "$@"
+	log "TCP on port $port in ns a: $(in_a ss -Htan "sport = :$port" | tr '\n' '|')"
+	server_done "$name"
+	sed "s/^/    peer: /" "$name.peer"
+	expect_line "$name.peer" "^REPLY .* reject 0 " "$name: peer not accepted"
+	expect_line "$name.peer" "^CLOSED fin$" "$name: viw did not close the stream"
+	check_clean "$name"
+}
+
 # Item 8a: request + SEND + FIN in one go, before viw accepted the socket.
 log "fin-early: the FIN that came with the MPA request"
-server fin-early 7602 -m fin-early -t 40
 # the request and a 16-byte SEND in one segment, the FIN right after
-peer fin-early -t 40 -c "$IP_A:7602" cork mpa-req:ird=1,ord=1 send:len=16 \
-	uncork fin expect-rep:secs=15 expect-close:secs=15
-log "TCP on port 7602 in ns a: $(in_a ss -Htan 'sport = :7602' | tr '\n' '|')"
-server_done fin-early
-sed "s/^/    peer: /" fin-early.peer
-expect_line fin-early.peer "^REPLY .* reject 0 " "fin-early: peer not accepted"
-expect_line fin-early.peer "^CLOSED fin$" "fin-early: viw did not close the stream"
-check_clean fin-early
+fin_case fin-early 7602 fin-early cork mpa-req:ird=1,ord=1 \
+	send:len=16 uncork fin expect-rep:secs=15 expect-close:secs=15
 
 # Item 8a: request, SEND and FIN in one TCP segment (the FIN rides on the
 # corked data).  viw may find the socket empty on a first read and the FIN
 # already there on the next: it must still read the request first.
 log "fin-1seg: request, SEND and FIN in one segment"
-server fin-1seg 7610 -m fin-early -t 40
-peer fin-1seg -t 40 -c "$IP_A:7610" cork mpa-req:ird=1,ord=1 send:len=16 \
-	fin expect-rep:secs=15 expect-close:secs=15
-server_done fin-1seg
-sed "s/^/    peer: /" fin-1seg.peer
-expect_line fin-1seg.peer "^REPLY .* reject 0 " "fin-1seg: peer not accepted"
-expect_line fin-1seg.peer "^CLOSED fin$" "fin-1seg: viw did not close the stream"
-check_clean fin-1seg
+fin_case fin-1seg 7610 fin-early cork mpa-req:ird=1,ord=1 \
+	send:len=16 fin expect-rep:secs=15 expect-close:secs=15
 
 # Item 8a: the FIN comes while the request waits for accept.
 log "fin-wait: a FIN while the request waits for accept"
-server fin-wait 7609 -m fin-wait -t 40
-peer fin-wait -t 40 -c "$IP_A:7609" cork mpa-req:ird=1,ord=1 send:len=16 \
-	uncork sleep:1 fin expect-rep:secs=15 expect-close:secs=15
-server_done fin-wait
-sed "s/^/    peer: /" fin-wait.peer
-expect_line fin-wait.peer "^REPLY .* reject 0 " "fin-wait: peer not accepted"
-expect_line fin-wait.peer "^CLOSED fin$" "fin-wait: viw did not close the stream"
-check_clean fin-wait
+fin_case fin-wait 7609 fin-wait cork mpa-req:ird=1,ord=1 \
+	send:len=16 uncork sleep:1 fin expect-rep:secs=15 expect-close:secs=15
 
 # Item 15: accept with a QP in ERROR: the peer must never see "accepted".
 log "accept-err: accept with a QP that cannot be connected"
@@ -249,5 +240,5 @@ expect_line half-open.peer "^CLOSED (fin|rst)$" "half-open: viw did not close th
 no_line half-open.peer "^DATA " "half-open: viw sent bytes on a connection without a request"
 log "alive 20 s after rmmod"
 
-[ "$FAILS" -eq 0 ] || die "$FAILS check(s) failed"
+checks_done
 log "sec-cm: all scenarios passed"
