@@ -75,20 +75,6 @@ struct qm_race {
 	int first_errno;
 };
 
-static struct ibv_context *qm_open(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-	int i;
-
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
-}
-
 /* The offset of the only uverbs mapping of @size bytes, or -1. */
 static long long qm_find_key(size_t size)
 {
@@ -489,7 +475,7 @@ int main(int argc, char **argv)
 		return qm_usage();
 	mode = argv[optind];
 	vt_start(secs + 30);
-	ctx = qm_open(dev);
+	ctx = vt_open_device(dev);
 	if (!ctx) {
 		vt_fail("setup", "cannot open %s: %s", dev, strerror(errno));
 		return vt_finish();

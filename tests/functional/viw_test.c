@@ -106,6 +106,21 @@ int vt_ms_left(long long deadline)
 
 /* ---- verbs --------------------------------------------------------------- */
 
+/* Open the RDMA device called @name; NULL if there is none. */
+struct ibv_context *vt_open_device(const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+	int i;
+
+	for (i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
+	return ctx;
+}
+
 /* A QP state's name; a negative @state is -errno from vt_qp_state(). */
 const char *vt_qp_state_str(int state)
 {

@@ -47,6 +47,7 @@ int vt_ms_left(long long deadline);
 
 /* ---- verbs and rdma_cm --------------------------------------------------- */
 
+struct ibv_context *vt_open_device(const char *name);
 const char *vt_qp_state_str(int state);
 int vt_qp_state(struct ibv_qp *qp);
 int vt_poll_cq_until(struct ibv_cq *cq, struct ibv_wc *wc, int n,
