@@ -24,10 +24,12 @@
 #      consumer must get the event for each, and the counters move.
 # Then rping -V works, and objects and CEPs are back at zero.
 #
-# HOSTILE_PEER_CASES (default 2) random cases of each kind in step 2, from
-# HOSTILE_PEER_SEED (default 1); a longer run by hand:
-#   tests/vm/run --env HOSTILE_PEER_CASES=50 --env HOSTILE_HALF_OPEN=2000 \
-#	--test-timeout 3000 tests/vm/guest/hostile-peer.sh
+# HOSTILE_PEER_CASES (default 2) random cases of each of the 11 kinds in
+# step 2, from HOSTILE_PEER_SEED (default 1); about 165 s under TCG.  A
+# longer run by hand (each case about 2 s; the vmtest-timeout below bounds
+# the run, so raise it for more than some 15 cases of each):
+#   tests/vm/run --env HOSTILE_PEER_CASES=10 --env HOSTILE_PEER_SEED=7 \
+#	--env HOSTILE_HALF_OPEN=1000 tests/vm/guest/hostile-peer.sh
 . "$(dirname "$0")/../lib.sh"
 
 need_peer_tools
