@@ -15,8 +15,8 @@
 # checks the kernel log and rmmod).
 #
 # HOSTILE_ROUNDS (default 24) rounds of each, about 25 s under TCG; a
-# longer run by hand (about 0.3 s a local and 0.6 s a connected round, so
-# up to some 400 rounds fit the vmtest-timeout below):
+# longer run by hand (0.1-0.3 s a local and 0.1-0.6 s a connected round,
+# so 400 rounds fit the vmtest-timeout below; 150 of each took 31 s):
 #   tests/vm/run --env HOSTILE_ROUNDS=300 --env HOSTILE_SEED=1000 \
 #	tests/vm/guest/hostile-process.sh
 # HOSTILE_SEED (default 1) is the first seed; a failing round is replayed
