@@ -151,6 +151,13 @@ objects_zero() {
 # objects_of DEV: the object counts on one line, for a message.
 objects_of() { tr '\n' ' ' <"/sys/kernel/debug/viw/$1/objects"; }
 
+# ceps_zero: no live viw connection endpoint (debugfs viw/ceps, whose first
+# line counts them) but each device's modify_qp listener (viw_direct.c).
+ceps_zero() {
+	awk 'NR == 1 { n = $1 } / direct-listener / { n-- } END { exit n != 0 }' \
+		/sys/kernel/debug/viw/ceps
+}
+
 # rping_pair ADDR SIZE COUNT: rping -V (every transfer verified), server in
 # b, client in a; both must succeed.
 rping_pair() {
