@@ -63,13 +63,26 @@ static void pp_parse(int argc, char **argv, struct pp_opts *o)
 			       .warmup = 1000 };
 	while ((c = getopt(argc, argv, "sc:p:l:n:w:")) != -1) {
 		switch (c) {
-		case 's': server = 1; break;
-		case 'c': o->host = optarg; break;
-		case 'p': o->port = optarg; break;
-		case 'l': o->size = pp_number(optarg, 1); break;
-		case 'n': o->iters = pp_number(optarg, 1); break;
-		case 'w': o->warmup = pp_number(optarg, 0); break;
-		default: pp_usage();
+		case 's':
+			server = 1;
+			break;
+		case 'c':
+			o->host = optarg;
+			break;
+		case 'p':
+			o->port = optarg;
+			break;
+		case 'l':
+			o->size = pp_number(optarg, 1);
+			break;
+		case 'n':
+			o->iters = pp_number(optarg, 1);
+			break;
+		case 'w':
+			o->warmup = pp_number(optarg, 0);
+			break;
+		default:
+			pp_usage();
 		}
 	}
 	if (optind != argc || server == !!o->host)
