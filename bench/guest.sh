@@ -286,7 +286,7 @@ done
 for ((rep = 1; rep <= SWEEP_REPS; rep++)); do
 	sweep_rep "$rep"
 done
-for type in viw siw; do
+for type in $(rnic_order); do
 	syscalls_per_wr "$type" ib_write_bw 4096
 	[ "$SHORT" = 1 ] || syscalls_per_wr "$type" ib_send_lat 64
 done
