@@ -190,9 +190,13 @@ wait_unlisten() {
 }
 
 # stop_server PID: the client failed, and a server still waiting for it
-# would wait out its timeout: give it 5 s to finish, then stop it.
+# would wait out its timeout: give it 5 s to finish, then stop it.  PID is
+# the background subshell of "in_b CMD &"; the server is its child
+# (timeout, which passes the signal on), and would outlive the subshell.
 stop_server() {
-	wait_for 5 sh -c "! kill -0 $1 2>/dev/null" || kill "$1" 2>/dev/null || true
+	wait_for 5 sh -c "! kill -0 $1 2>/dev/null" && return 0
+	pkill -P "$1" 2>/dev/null || true
+	kill "$1" 2>/dev/null || true
 }
 
 # perftest_credit_mr_leak TEST LOG: perftest before 23.07 (Debian 12 has
@@ -246,9 +250,10 @@ perf_once() {
 # control connection on the port, destroys that listener, and only then
 # listens again for the data connection (perftest_communication.c,
 # rdma_server_connect, then rdma_cm_server_connection).  A client that
-# connects in between is refused (RDMA_CM_EVENT_REJECTED, -111), on siw
-# too, and perftest then crashes in librdmacm while it cleans up.  Under
-# host load the window is wide enough to hit.
+# connects in between is refused (RDMA_CM_EVENT_REJECTED, -111, or on siw
+# also "Connection refused" from rdma_connect), and perftest then crashes
+# in librdmacm while it cleans up.  Under host load the window is wide
+# enough to hit.
 librdmacm_crashes() { dmesg | grep -c 'traps: .* in librdmacm' || true; }
 
 # perftest_retrying LOG CMD...: run CMD, a perftest server/client pair
@@ -269,7 +274,7 @@ perftest_retrying() {
 		if perftest_clock_failed "$log.server" "$log.client"; then
 			echo "NOTE: ${log##*/}: perftest could not calibrate its clock (run $try)"
 		elif [ "$(librdmacm_crashes)" != "$crashes" ] &&
-		     grep -q "RDMA_CM_EVENT_REJECTED; error: -111" "$log.client"; then
+		     grep -Eq "RDMA_CM_EVENT_REJECTED; error: -111|ERRNO: Connection refused" "$log.client"; then
 			echo "NOTE: ${log##*/}: perftest's own listener race: refused, then crashed in librdmacm (run $try)"
 		else
 			break
@@ -373,12 +378,16 @@ load_driver() {
 	esac
 }
 
-# make_netns_pair: namespaces a and b joined by veth va <-> vb, with IPv4 and
-# IPv6 addresses, links up.  No RDMA devices.
+# make_netns_pair [--distinct-ifindex]: namespaces a and b joined by veth
+# va <-> vb, with IPv4 and IPv6 addresses, links up.  No RDMA devices.
+# --distinct-ifindex gives vb an ifindex that va does not have: siw binds a
+# wildcard listener to its netdev's ifindex in the listener's namespace, so
+# a siw device on va would otherwise collide there with one on vb.
 make_netns_pair() {
 	load_rdma_core
 	ip netns add "$NS_A"
 	ip netns add "$NS_B"
+	[ "${1:-}" != --distinct-ifindex ] || ip -n "$NS_B" link add viwpad0 type dummy
 	if [ "${VMTEST_LINK:-veth}" = pci ]; then
 		move_pci_nics
 	else
