@@ -419,6 +419,7 @@ struct viw_qp {
 	/* transmit engine */
 	struct work_struct tx_work;
 	struct mutex tx_lock;		/* serialises writes to the socket */
+	bool tx_direct;			/* under tx_lock: caller's context */
 	u8 *tx_buf;			/* a page: FPDU headers and trailers */
 	struct bio_vec tx_bv[VIW_TX_MAX_BVEC];	/* the FPDU being sent */
 	struct viw_tx_wqe tx;
@@ -740,6 +741,7 @@ int viw_tx_init(void);
 void viw_tx_exit(void);
 void viw_tx_qp_init(struct viw_qp *qp);
 void viw_tx_kick(struct viw_qp *qp);
+bool viw_tx_direct(struct viw_qp *qp);
 void viw_tx_abort(struct viw_qp *qp);
 int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr);
 

@@ -639,6 +639,19 @@ static int viw_rq_doorbell(struct viw_qp *qp)
 	return 0;
 }
 
+/*
+ * Start the transmit engine for new send WQEs.  An idle engine sends in
+ * the caller's context, as a hardware doorbell starts the adapter at once:
+ * a lone post then costs one system call and no context switch.  The work
+ * item takes over whatever is left (a busy engine, a full socket, more
+ * than one budget of FPDUs).
+ */
+static void viw_qp_sq_start(struct viw_qp *qp)
+{
+	if (!viw_tx_direct(qp))
+		viw_tx_kick(qp);
+}
+
 static int viw_sq_doorbell(struct viw_qp *qp)
 {
 	/* Pairs with viw_qp_error_locked(), as in viw_rq_doorbell(). */
@@ -652,7 +665,7 @@ static int viw_sq_doorbell(struct viw_qp *qp)
 	else if (READ_ONCE(qp->peer_closed))
 		viw_direct_send_after_close(qp);
 	else if (viw_qp_tx_open(qp))
-		viw_tx_kick(qp);
+		viw_qp_sq_start(qp);
 	return 0;
 }
 
