@@ -121,6 +121,8 @@ struct viw_device {
 
 	/* modify_qp connections: listener and waiting requests (viw_direct.c) */
 	struct viw_direct_dev *direct;
+	/* the doorbell poller (viw_poll.c) */
+	struct viw_poller *poller;
 
 	/* Module bookkeeping (viw_main.c). */
 	struct list_head list;
@@ -163,6 +165,11 @@ struct viw_ucontext {
 	struct viw_db_page *db;
 	struct rdma_user_mmap_entry *db_entry;
 	atomic64_t qmem_bytes;		/* queue memory, VIW_MAX_UCTX_QMEM */
+	/* the poller's view of the doorbell page, under its lock */
+	struct list_head poll_node;
+	u32 poll_seq;			/* db->seq at its last look */
+	bool poll_awake;		/* NEED_WAKEUP cleared */
+	bool poll_dirty;		/* seq moved in this pass */
 };
 
 struct viw_pd {
@@ -374,6 +381,7 @@ struct viw_qp_ib_attrs {
  *   qp->tx_lock -> sq.lock -> cq->lock	the TX takes and completes SQEs
  *   qp->state_lock, qp->tx_lock -> rd_lock	viw_rd_reset(), viw_orq_push()
  *   viw_newlink_lock -> viw_devices_lock	(viw_main.c)
+ *   poller->lock -> qp->state_lock, qp->tx_lock	the poller's doorbells
  *
  * The spinlocks (rd_lock, the wq, srq, cq and window locks, mac_lock,
  * viw_cep_list_lock) are leaves: only cq->lock is ever taken beneath one.  The receive engine runs in softirq under the
@@ -384,6 +392,7 @@ struct viw_qp_ib_attrs {
 struct viw_qp {
 	struct ib_qp ibqp;
 	struct viw_device *vdev;
+	struct viw_ucontext *uctx;	/* the creator's context */
 	u64 uid;			/* never reused, unlike qp_num */
 	struct viw_cq *scq;
 	struct viw_cq *rcq;
@@ -553,6 +562,14 @@ void viw_direct_failed(struct viw_qp *qp, int status);
 void viw_direct_lost(struct viw_qp *qp, bool graceful);
 void viw_direct_send_after_close(struct viw_qp *qp);
 
+/* viw_poll.c: the doorbell poller */
+int viw_poll_start(struct viw_device *vdev);
+void viw_poll_stop(struct viw_device *vdev);
+void viw_poll_add_uctx(struct viw_device *vdev, struct viw_ucontext *uctx);
+void viw_poll_del_uctx(struct viw_device *vdev, struct viw_ucontext *uctx);
+void viw_poll_doorbell(struct viw_device *vdev);
+u32 *viw_poll_idle_knob(void);
+
 /* viw_ring.c */
 int viw_qmem_alloc(struct viw_qmem *qm, size_t size);
 void viw_qmem_free(struct viw_qmem *qm);
@@ -692,6 +709,7 @@ void viw_qp_rtr_received(struct viw_qp *qp);
 void viw_qp_event(struct viw_qp *qp, enum ib_event_type type);
 bool viw_qp_quiet_close(struct viw_qp *qp);
 void viw_device_link_down(struct viw_device *vdev);
+void viw_qp_poll_doorbells(struct viw_device *vdev);
 
 /*
  * The QP's state as the engines see it, without state_lock: predicates on

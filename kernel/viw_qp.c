@@ -118,6 +118,8 @@ int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		return -ENOMEM;
 
 	qp->vdev = vdev;
+	qp->uctx = rdma_udata_to_drv_context(udata, struct viw_ucontext,
+					     ibuctx);
 	qp->uid = atomic64_inc_return(&viw_qp_uid_seq);
 	qp->scq = to_viw_cq(attr->send_cq);
 	qp->rcq = to_viw_cq(attr->recv_cq);
@@ -682,7 +684,9 @@ int viw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	viw_count(to_viw_qp(ibqp)->vdev, VIW_CNT_DOORBELLS, 1);
 	trace_viw_doorbell(to_viw_qp(ibqp), true);
-	return viw_sq_doorbell(to_viw_qp(ibqp));
+	viw_sq_doorbell(to_viw_qp(ibqp));
+	viw_poll_doorbell(to_viw_qp(ibqp)->vdev);
+	return 0;
 }
 
 int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
@@ -698,7 +702,9 @@ int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		return -EINVAL;
 	viw_count(qp->vdev, VIW_CNT_DOORBELLS, 1);
 	trace_viw_doorbell(qp, false);
-	return viw_rq_doorbell(qp);
+	viw_rq_doorbell(qp);
+	viw_poll_doorbell(qp->vdev);
+	return 0;
 }
 
 /* ---- connection -------------------------------------------------------- */
@@ -1017,6 +1023,38 @@ void viw_device_link_down(struct viw_device *vdev)
 	while ((qp = viw_qp_next(vdev, &index))) {
 		if (READ_ONCE(qp->cep))
 			viw_qp_conn_lost(qp);
+		viw_qp_put(qp);
+		index++;
+	}
+}
+
+/*
+ * The doorbells a poller pass rings for @qp: those whose producer index
+ * moved past what the kernel took.  prod is the process's to write; it only
+ * tells where to look, and a doorbell with nothing new does nothing.
+ */
+static void viw_qp_poll_one(struct viw_qp *qp)
+{
+	if (READ_ONCE(qp->sq.ring.ctrl->prod) != READ_ONCE(qp->sq.fetch))
+		viw_sq_doorbell(qp);
+	if (!qp->srq &&
+	    READ_ONCE(qp->rq.ring.ctrl->prod) != READ_ONCE(qp->rq.fetch))
+		viw_rq_doorbell(qp);
+}
+
+/*
+ * The poller (viw_poll.c) saw the doorbell sequence of some contexts move:
+ * their QPs get the doorbells the system call would have rung.  Runs under
+ * the poller's lock, which keeps the contexts' poll_dirty stable.
+ */
+void viw_qp_poll_doorbells(struct viw_device *vdev)
+{
+	unsigned long index = 0;
+	struct viw_qp *qp;
+
+	while ((qp = viw_qp_next(vdev, &index))) {
+		if (qp->uctx && qp->uctx->poll_dirty)
+			viw_qp_poll_one(qp);
 		viw_qp_put(qp);
 		index++;
 	}
