@@ -84,6 +84,22 @@ perf_try() {
 	perf_once "$@"
 }
 
+# measure LOG TEST SIZE ITERS: a perftest result line.  perftest's
+# listener race also shows as a plain "Connection refused" and a crash in
+# librdmacm, which perftest_retrying does not retry: this is a
+# measurement, so any failure gets two more tries (their logs kept).
+measure() {
+	local log=$1 try
+	shift
+	for try in 1 2 3; do
+		perftest_retrying "$log" perf_try "$@" && return 0
+		mv "$log.client" "$log.client.fail$try"
+		mv "$log.server" "$log.server.fail$try"
+		PERF_PORT=$((PERF_PORT + 5))
+	done
+	return 1
+}
+
 # one TEST SIZE ITERS COLUMN: a run on each RNIC, the figure in COLUMN of
 # the result line appended to $res as "TEST-SIZE PHASE-RNIC VALUE".
 one() {
@@ -95,8 +111,7 @@ one() {
 		# ports of its own: a listener left behind by a run that
 		# failed cannot refuse the next one
 		PERF_PORT=$((PERF_PORT + 10))
-		line=$(perftest_retrying "$VIW_OUT/$test$PERF_TAG-$size" \
-			perf_try "$test" "$size" "$iters") || {
+		line=$(measure "$VIW_OUT/$test$PERF_TAG-$size" "$test" "$size" "$iters") || {
 			in_b ss -Hltn >&2
 			cat /sys/kernel/debug/viw/ceps >&2
 			die "$test $phase-$dev $size failed"
