@@ -8,8 +8,8 @@
  *	MPA v1/v2, CRC on/off and the RFC 6581 RTR types.
  *   poll_idle_us
  *	How long each device's doorbell poller keeps polling after the
- *	last doorbell it saw before it sleeps (viw_poll.c); 0: no polling,
- *	every post makes the doorbell system call.
+ *	last doorbell it saw before it sleeps (viw_poll.c); 0, the default:
+ *	no polling, every post makes the doorbell system call.
  *   ceps
  *	The number of live connection endpoints of all devices (listeners
  *	and endpoints that wait for an MPA request included), then a line
