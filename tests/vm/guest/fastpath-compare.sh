@@ -116,7 +116,7 @@ one() {
 			cat /sys/kernel/debug/viw/ceps >&2
 			die "$test $phase-$dev $size failed"
 		}
-		echo "$test-$size $phase-$dev $(echo "$line" | awk -v c="$col" '{ print $c }')" >>"$res"
+		echo "$test-$size $phase-$dev $(echo "$line" | tail -n 1 | awk -v c="$col" '{ print $c }')" >>"$res"
 	done
 }
 
