@@ -126,6 +126,8 @@ struct viw_device {
 
 	/* modify_qp connections: listener and waiting requests (viw_direct.c) */
 	struct viw_direct_dev *direct;
+	/* the doorbell poller (viw_poll.c) */
+	struct viw_poller *poller;
 
 	/* Module bookkeeping (viw_main.c). */
 	struct list_head list;
@@ -168,6 +170,11 @@ struct viw_ucontext {
 	struct viw_db_page *db;
 	struct rdma_user_mmap_entry *db_entry;
 	atomic64_t qmem_bytes;		/* queue memory, VIW_MAX_UCTX_QMEM */
+	/* the poller's view of the doorbell page, under its lock */
+	struct list_head poll_node;
+	u32 poll_seq;			/* db->seq at its last look */
+	bool poll_awake;		/* NEED_WAKEUP cleared */
+	bool poll_dirty;		/* seq moved in this pass */
 };
 
 struct viw_pd {
@@ -235,6 +242,14 @@ void viw_gid_exit(void);
 /* viw_direct.c: connections made by modify_qp */
 int viw_direct_add_device(struct viw_device *vdev);
 void viw_direct_remove_device(struct viw_device *vdev);
+
+/* viw_poll.c: the doorbell poller */
+int viw_poll_start(struct viw_device *vdev);
+void viw_poll_stop(struct viw_device *vdev);
+void viw_poll_add_uctx(struct viw_device *vdev, struct viw_ucontext *uctx);
+void viw_poll_del_uctx(struct viw_device *vdev, struct viw_ucontext *uctx);
+void viw_poll_doorbell(struct viw_device *vdev);
+u32 *viw_poll_idle_knob(void);
 
 /* viw_ring.c */
 int viw_qmem_alloc(struct viw_qmem *qm, size_t size);

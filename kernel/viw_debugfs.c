@@ -6,6 +6,10 @@
  *	MPA preferences for new connections (what viw requests as the
  *	initiator and accepts as the responder).  Tests use them to cover
  *	MPA v1/v2, CRC on/off and the RFC 6581 RTR types.
+ *   poll_idle_us
+ *	How long each device's doorbell poller keeps polling after the
+ *	last doorbell it saw before it sleeps (viw_poll.c); 0, the default:
+ *	no polling, every post makes the doorbell system call.
  *   ceps
  *	The number of live connection endpoints of all devices (listeners
  *	and endpoints that wait for an MPA request included), then a line
@@ -99,6 +103,8 @@ void viw_debugfs_init(void)
 	debugfs_create_bool("mpa_crc", 0644, viw_debugfs_root, &prefs->crc);
 	debugfs_create_bool("mpa_p2p", 0644, viw_debugfs_root, &prefs->p2p);
 	debugfs_create_u8("mpa_rtr", 0644, viw_debugfs_root, &prefs->rtr);
+	debugfs_create_u32("poll_idle_us", 0644, viw_debugfs_root,
+			   viw_poll_idle_knob());
 	debugfs_create_file("ceps", 0444, viw_debugfs_root, NULL,
 			    &viw_ceps_fops);
 }

@@ -47,6 +47,7 @@ static void viw_dealloc_driver(struct ib_device *ibdev)
 	for (i = 0; i < VIW_OBJ_MAX; i++)
 		WARN_ON_ONCE(atomic_read(&vdev->obj_count[i]));
 	viw_debugfs_remove_device(vdev);
+	viw_poll_stop(vdev);
 	viw_direct_free_device(vdev);
 	xa_destroy(&vdev->qp_xa);
 	xa_destroy(&vdev->mr_xa);
@@ -206,6 +207,9 @@ static int viw_newlink(const char *ibdev_name, struct net_device *ndev)
 		rv = -ENOMEM;
 		goto out_unlock;
 	}
+	rv = viw_poll_start(vdev);
+	if (rv)
+		goto out_dealloc;
 	rv = ib_device_set_netdev(&vdev->ibdev, ndev, 1);
 	if (rv)
 		goto out_dealloc;

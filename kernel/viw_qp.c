@@ -422,6 +422,19 @@ static void viw_qp_send_after_close(struct viw_qp *qp)
 		viw_qp_event(qp, IB_EVENT_QP_FATAL);
 }
 
+/*
+ * Start the transmit engine for new send WQEs.  An idle engine sends in
+ * the caller's context, as a hardware doorbell starts the adapter at once:
+ * a lone post then costs one system call and no context switch.  The work
+ * item takes over whatever is left (a busy engine, a full socket, more
+ * than one budget of FPDUs).
+ */
+static void viw_qp_sq_start(struct viw_qp *qp)
+{
+	if (!viw_tx_direct(qp))
+		viw_tx_kick(qp);
+}
+
 static int viw_sq_doorbell(struct viw_qp *qp)
 {
 	/* Pairs with viw_qp_error_locked(), as in viw_rq_doorbell(). */
@@ -435,40 +448,24 @@ static int viw_sq_doorbell(struct viw_qp *qp)
 	else if (READ_ONCE(qp->peer_closed))
 		viw_qp_send_after_close(qp);
 	else if (viw_qp_tx_open(qp))
-		viw_tx_kick(qp);
+		viw_qp_sq_start(qp);
 	return 0;
 }
 
-/*
- * uverbs post_send/post_recv with an empty list is viw's doorbell.  viw has
- * no kernel QPs yet, so a list of work requests is never valid here.
- */
-int viw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-		  const struct ib_send_wr **bad_wr)
+/* The process rang the SQ doorbell (viw_post_send()). */
+void viw_qp_sq_doorbell(struct viw_qp *qp)
 {
-	if (wr) {
-		*bad_wr = wr;
-		return -EOPNOTSUPP;
-	}
-	viw_count(to_viw_qp(ibqp)->vdev, VIW_CNT_DOORBELLS, 1);
-	trace_viw_doorbell(to_viw_qp(ibqp), true);
-	return viw_sq_doorbell(to_viw_qp(ibqp));
+	viw_count(qp->vdev, VIW_CNT_DOORBELLS, 1);
+	trace_viw_doorbell(qp, true);
+	viw_sq_doorbell(qp);
 }
 
-int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-		  const struct ib_recv_wr **bad_wr)
+/* The process rang the RQ doorbell of a QP without SRQ. */
+void viw_qp_rq_doorbell(struct viw_qp *qp)
 {
-	struct viw_qp *qp = to_viw_qp(ibqp);
-
-	if (wr) {
-		*bad_wr = wr;
-		return -EOPNOTSUPP;
-	}
-	if (qp->srq)
-		return -EINVAL;
 	viw_count(qp->vdev, VIW_CNT_DOORBELLS, 1);
 	trace_viw_doorbell(qp, false);
-	return viw_rq_doorbell(qp);
+	viw_rq_doorbell(qp);
 }
 
 /* ---- connection -------------------------------------------------------- */
@@ -779,6 +776,38 @@ void viw_device_link_down(struct viw_device *vdev)
 	while ((qp = viw_qp_next(vdev, &index))) {
 		if (READ_ONCE(qp->cep))
 			viw_qp_conn_lost(qp);
+		viw_qp_put(qp);
+		index++;
+	}
+}
+
+/*
+ * The doorbells a poller pass rings for @qp: those whose producer index
+ * moved past what the kernel took.  prod is the process's to write; it only
+ * tells where to look, and a doorbell with nothing new does nothing.
+ */
+static void viw_qp_poll_one(struct viw_qp *qp)
+{
+	if (READ_ONCE(qp->sq.ring.ctrl->prod) != READ_ONCE(qp->sq.fetch))
+		viw_sq_doorbell(qp);
+	if (!qp->srq &&
+	    READ_ONCE(qp->rq.ring.ctrl->prod) != READ_ONCE(qp->rq.fetch))
+		viw_rq_doorbell(qp);
+}
+
+/*
+ * The poller (viw_poll.c) saw the doorbell sequence of some contexts move:
+ * their QPs get the doorbells the system call would have rung.  Runs under
+ * the poller's lock, which keeps the contexts' poll_dirty stable.
+ */
+void viw_qp_poll_doorbells(struct viw_device *vdev)
+{
+	unsigned long index = 0;
+	struct viw_qp *qp;
+
+	while ((qp = viw_qp_next(vdev, &index))) {
+		if (qp->uctx && qp->uctx->poll_dirty)
+			viw_qp_poll_one(qp);
 		viw_qp_put(qp);
 		index++;
 	}

@@ -86,6 +86,7 @@ struct viw_qp_ib_attrs {
  *   qp->tx_lock -> sq.lock -> cq->lock	the TX takes and completes SQEs
  *   qp->state_lock, qp->tx_lock -> rd_lock	viw_rd_reset(), viw_orq_push()
  *   viw_newlink_lock -> viw_devices_lock	(viw_main.c)
+ *   poller->lock -> qp->state_lock, qp->tx_lock	the poller's doorbells
  *
  * The spinlocks (rd_lock, the wq, srq, cq and window locks, mac_lock,
  * viw_cep_list_lock) are leaves: only cq->lock is ever taken beneath one.  The receive engine runs in softirq under the
@@ -96,6 +97,7 @@ struct viw_qp_ib_attrs {
 struct viw_qp {
 	struct ib_qp ibqp;
 	struct viw_device *vdev;
+	struct viw_ucontext *uctx;	/* the creator's context */
 	u64 uid;			/* never reused, unlike qp_num */
 	struct viw_cq *scq;
 	struct viw_cq *rcq;
@@ -133,6 +135,7 @@ struct viw_qp {
 	/* transmit engine */
 	struct work_struct tx_work;
 	struct mutex tx_lock;		/* serialises writes to the socket */
+	bool tx_direct;			/* under tx_lock: caller's context */
 	/* the ORQ and IRQ (viw_read.c), and the TERMINATE fields below */
 	spinlock_t rd_lock;
 	/* the engines' own state (viw_engine.h), seen only by them */
@@ -176,6 +179,9 @@ bool viw_qp_direct_error(struct viw_qp *qp);
 void viw_qp_rtr_received(struct viw_qp *qp);
 void viw_qp_event(struct viw_qp *qp, enum ib_event_type type);
 bool viw_qp_quiet_close(struct viw_qp *qp);
+void viw_qp_poll_doorbells(struct viw_device *vdev);
+void viw_qp_sq_doorbell(struct viw_qp *qp);
+void viw_qp_rq_doorbell(struct viw_qp *qp);
 
 /*
  * The QP's state as the engines see it, without state_lock: predicates on
@@ -223,6 +229,7 @@ static inline bool viw_qp_tx_open(struct viw_qp *qp)
 /* viw_tx.c */
 void viw_tx_qp_init(struct viw_qp *qp);
 void viw_tx_kick(struct viw_qp *qp);
+bool viw_tx_direct(struct viw_qp *qp);
 void viw_tx_abort(struct viw_qp *qp);
 bool viw_tx_busy(struct viw_qp *qp);
 int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr);

@@ -94,6 +94,8 @@ int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		return -ENOMEM;
 
 	qp->vdev = vdev;
+	qp->uctx = rdma_udata_to_drv_context(udata, struct viw_ucontext,
+					     ibuctx);
 	qp->uid = atomic64_inc_return(&viw_qp_uid_seq);
 	qp->scq = to_viw_cq(attr->send_cq);
 	qp->rcq = to_viw_cq(attr->recv_cq);
@@ -258,5 +260,41 @@ int viw_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	viw_engine_free(qp);
 	mutex_destroy(&qp->state_lock);
 	viw_obj_put(vdev, VIW_OBJ_QP);
+	return 0;
+}
+
+/*
+ * uverbs post_send/post_recv with an empty list is viw's doorbell.  viw has
+ * no kernel QPs yet, so a list of work requests is never valid here.  The
+ * doorbell poller, if it polls, learns that the process rang
+ * (viw_poll.c).
+ */
+int viw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		  const struct ib_send_wr **bad_wr)
+{
+	struct viw_qp *qp = to_viw_qp(ibqp);
+
+	if (wr) {
+		*bad_wr = wr;
+		return -EOPNOTSUPP;
+	}
+	viw_qp_sq_doorbell(qp);
+	viw_poll_doorbell(qp->vdev);
+	return 0;
+}
+
+int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		  const struct ib_recv_wr **bad_wr)
+{
+	struct viw_qp *qp = to_viw_qp(ibqp);
+
+	if (wr) {
+		*bad_wr = wr;
+		return -EOPNOTSUPP;
+	}
+	if (qp->srq)
+		return -EINVAL;
+	viw_qp_rq_doorbell(qp);
+	viw_poll_doorbell(qp->vdev);
 	return 0;
 }

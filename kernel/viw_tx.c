@@ -3,7 +3,9 @@
  * viw: the transmit engine.
  *
  * One work item per QP takes WQEs from the send queue, cuts them into
- * FPDUs of at most MULPDU bytes and writes them to the TCP socket.  RDMA
+ * FPDUs of at most MULPDU bytes and writes them to the TCP socket.  A
+ * doorbell that finds the engine idle runs it in the caller's context
+ * instead (viw_tx_direct()), as long as the socket has room.  RDMA
  * READ requests from the peer are answered between WQEs.  The engine
  * copies each WQE once and checks every local STag it names before a byte
  * is sent; a bad WQE completes in error and takes the QP to ERROR.
@@ -14,6 +16,7 @@
 #include <linux/bvec.h>
 #include <linux/crc32c.h>
 #include <linux/highmem.h>
+#include <linux/sched/signal.h>
 #include <linux/uio.h>
 #include <net/sock.h>
 
@@ -70,21 +73,53 @@ static u32 viw_crc_bvec(u32 crc, const struct bio_vec *bv, int n)
 	return crc;
 }
 
+/*
+ * In the caller's context (viw_tx_direct()) a send must neither block in
+ * the socket, where a pending signal would make every wait return at once,
+ * nor stop halfway through an FPDU.  Each FPDU starts only when the socket
+ * has room for it with a margin (viw_tx_room()), so a short write is rare;
+ * if one happens anyway, the rest is retried once a tick, killably.
+ */
+static int viw_tx_wait_direct(struct viw_qp *qp)
+{
+	if (fatal_signal_pending(current))
+		return -EINTR;
+	schedule_timeout_killable(1);
+	return 0;
+}
+
 /* Write all of @msg's iterator to the socket, blocking as needed. */
 static int viw_tx_sendmsg(struct viw_qp *qp, struct msghdr *msg)
 {
+	if (qp->tx_direct)
+		msg->msg_flags |= MSG_DONTWAIT;
 	while (msg_data_left(msg)) {
 		int rv = sock_sendmsg(qp->sock, msg);
 
 		if (rv == -EAGAIN || rv == -EINTR || rv == -ERESTARTSYS) {
 			if (!viw_qp_tx_open(qp))
 				return -ECONNABORTED;
+			if (qp->tx_direct && viw_tx_wait_direct(qp))
+				return -EINTR;
 			continue;
 		}
 		if (rv <= 0)
 			return rv ? rv : -EPIPE;
 	}
 	return 0;
+}
+
+/*
+ * Room in the socket for two of the largest FPDUs: what the send buffer
+ * charges for a segment (sk_wmem_queued counts the skb overhead too) stays
+ * below that, so a non-blocking write of one FPDU goes in whole.
+ */
+static bool viw_tx_room(struct viw_qp *qp)
+{
+	struct sock *sk = qp->sock->sk;
+
+	return sk_stream_memory_free(sk) &&
+	       sk_stream_wspace(sk) >= 2 * (int)viw_fpdu_len(qp->mulpdu);
 }
 
 /**
@@ -649,6 +684,9 @@ static int viw_tx_step(struct viw_qp *qp)
 	/* RFC 6581, 3: a responder sends nothing before the RTR arrived. */
 	if (READ_ONCE(qp->rtr_expected))
 		return 0;
+	/* Before anything is taken: the work item goes on from here. */
+	if (qp->tx_direct && !viw_tx_room(qp))
+		return -EAGAIN;
 	/* Answer the peer's READs between our messages. */
 	if (!qp->eng->tx.active) {
 		rv = viw_tx_read_resp(qp);
@@ -735,14 +773,15 @@ static void viw_tx_terminate(struct viw_qp *qp)
 	complete_all(&qp->term_done);
 }
 
-static void viw_tx_work(struct work_struct *work)
+/*
+ * Up to VIW_TX_BUDGET steps, tx_lock held.  Returns what the last step
+ * returned: more to do (> 0), idle (0) or an error.
+ */
+static int viw_tx_run(struct viw_qp *qp)
 {
-	struct viw_qp *qp = container_of(work, struct viw_qp, tx_work);
 	int budget = VIW_TX_BUDGET;
 	int rv = 0;
 
-	mutex_lock(&qp->tx_lock);
-	viw_tx_terminate(qp);
 	while (budget--) {
 		rv = viw_tx_step(qp);
 		if (rv <= 0)
@@ -750,16 +789,62 @@ static void viw_tx_work(struct work_struct *work)
 	}
 	if (!viw_qp_tx_open(qp) && qp->eng->tx.active)
 		viw_tx_abort(qp);
+	return rv;
+}
+
+/* After a run, tx_lock released: an error takes the QP to ERROR. */
+static void viw_tx_check_error(struct viw_qp *qp, int rv)
+{
+	if (rv >= 0 || !viw_qp_tx_open(qp))
+		return;
+	ibdev_info_ratelimited(qp->ibqp.device,
+			       "QP %u: transmit failed: %d\n",
+			       qp->ibqp.qp_num, rv);
+	viw_qp_fail(qp, NULL);
+}
+
+static void viw_tx_work(struct work_struct *work)
+{
+	struct viw_qp *qp = container_of(work, struct viw_qp, tx_work);
+	int rv;
+
+	mutex_lock(&qp->tx_lock);
+	viw_tx_terminate(qp);
+	rv = viw_tx_run(qp);
 	mutex_unlock(&qp->tx_lock);
 
-	if (rv > 0) {
+	if (rv > 0)
 		viw_tx_kick(qp);
-	} else if (rv < 0 && viw_qp_tx_open(qp)) {
-		ibdev_info_ratelimited(qp->ibqp.device,
-				       "QP %u: transmit failed: %d\n",
-				       qp->ibqp.qp_num, rv);
-		viw_qp_fail(qp, NULL);
-	}
+	else
+		viw_tx_check_error(qp, rv);
+}
+
+/**
+ * viw_tx_direct - run the transmit engine in the caller's context
+ * @qp: the QP, from a doorbell in process context
+ *
+ * Only an idle engine runs here: if the work item is queued or another
+ * thread holds tx_lock, that one sends what was posted.  The caller's
+ * context never blocks in the socket (viw_tx_sendmsg()).
+ *
+ * Return: true if the engine has nothing left to do, false if the work
+ * item must go on (engine busy, socket full, budget spent).
+ */
+bool viw_tx_direct(struct viw_qp *qp)
+{
+	int rv;
+
+	if (work_pending(&qp->tx_work) || !mutex_trylock(&qp->tx_lock))
+		return false;
+	qp->tx_direct = true;
+	rv = viw_tx_run(qp);
+	qp->tx_direct = false;
+	mutex_unlock(&qp->tx_lock);
+
+	if (rv == -EAGAIN || rv > 0)
+		return false;
+	viw_tx_check_error(qp, rv);
+	return true;
 }
 
 void viw_tx_qp_init(struct viw_qp *qp)

@@ -30,7 +30,7 @@ static int viw_alloc_ucontext(struct ib_ucontext *ibuctx,
 	if (rv)
 		goto err_count;
 	uctx->db = db.vaddr;
-	/* No engine polls the rings yet: every post needs the system call. */
+	/* Until the poller takes the context up, posts make the system call. */
 	WRITE_ONCE(uctx->db->flags, VIW_DB_NEED_WAKEUP);
 
 	/* From here on the entry owns the page and frees it last. */
@@ -50,6 +50,7 @@ static int viw_alloc_ucontext(struct ib_ucontext *ibuctx,
 	rv = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
 	if (rv)
 		goto err_entry;
+	viw_poll_add_uctx(vdev, uctx);
 	return 0;
 
 err_entry:
@@ -66,6 +67,7 @@ static void viw_dealloc_ucontext(struct ib_ucontext *ibuctx)
 {
 	struct viw_ucontext *uctx = to_viw_uctx(ibuctx);
 
+	viw_poll_del_uctx(to_viw_dev(ibuctx->device), uctx);
 	/* The entry frees the page once no mmap() can be using it. */
 	rdma_user_mmap_entry_remove(uctx->db_entry);
 	uctx->db = NULL;

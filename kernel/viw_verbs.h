@@ -74,7 +74,7 @@ int viw_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		 struct ib_qp_init_attr *init_attr);
 int viw_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 
-/* viw_qp.c */
+/* viw_qp_verbs.c: the doorbells */
 int viw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		  const struct ib_send_wr **bad_wr);
 int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,

@@ -220,24 +220,25 @@ perftest_credit_mr_leak() {
 # perf_once TEST SIZE ITERS [OPTION...]: perftest TEST between $DEV_B
 # (server, in b) and $DEV_A (client, in a), over rdma_cm unless PERF_CONN
 # says otherwise (e.g. PERF_CONN="-x 1": modify_qp with GID index 1);
-# PERF_TAG names the logs apart.  Returns non-zero if either side fails.
+# PERF_TAG names the logs apart, PERF_PORT sets the port (perftest's
+# 18515 by default).  Returns non-zero if either side fails.
 perf_once() {
 	local test=$1 size=$2 iters=$3 spid rc=0 log
-	local conn=${PERF_CONN--R}
+	local conn=${PERF_CONN--R} port=${PERF_PORT:-18515}
 	shift 3
 	log=$VIW_OUT/$test${PERF_TAG:-}-$size
 
-	wait_unlisten "$NS_B" 18515	# perftest's port
+	wait_unlisten "$NS_B" "$port"
 	# Each side on its own CPU: TCG's per-CPU cycle counters are not in
 	# step, and perftest calibrates against one.
 	# shellcheck disable=SC2086 # $conn is a list of options
-	in_b timeout 120 stdbuf -oL taskset -c 1 "$test" $conn -d "$DEV_B" -s "$size" \
-		-n "$iters" "$@" </dev/null >"$log.server" 2>&1 &
+	in_b timeout 120 stdbuf -oL taskset -c 1 "$test" $conn -p "$port" -d "$DEV_B" \
+		-s "$size" -n "$iters" "$@" </dev/null >"$log.server" 2>&1 &
 	spid=$!
-	wait_listen "$NS_B" 18515
+	wait_listen "$NS_B" "$port"
 	# shellcheck disable=SC2086
-	in_a timeout 120 stdbuf -oL taskset -c 0 "$test" $conn -d "$DEV_A" -s "$size" \
-		-n "$iters" "$@" "$IP_B" </dev/null >"$log.client" 2>&1 || rc=$?
+	in_a timeout 120 stdbuf -oL taskset -c 0 "$test" $conn -p "$port" -d "$DEV_A" \
+		-s "$size" -n "$iters" "$@" "$IP_B" </dev/null >"$log.client" 2>&1 || rc=$?
 	[ "$rc" = 0 ] || stop_server "$spid"
 	wait "$spid" || rc=$((rc ? rc : $?))
 	[ "$rc" = 0 ] || perftest_credit_mr_leak "$test" "$log" || return "$rc"

@@ -25,6 +25,10 @@ tracefs=/sys/kernel/tracing
 mountpoint -q "$tracefs" || mount -t tracefs none "$tracefs"
 echo 4096 >"$tracefs/buffer_size_kb"
 echo 1 >"$tracefs/events/viw/enable" || die "no viw tracepoints in $tracefs"
+# "doorbells" counts doorbell system calls: with the doorbell poller off
+# (docs/host-interface.md) every post makes one.
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+echo 0 >/sys/kernel/debug/viw/poll_idle_us
 
 COUNTERS="tx_fpdus tx_payload_bytes rx_fpdus rx_payload_bytes doorbells
 terminates_sent terminates_received flushed_wqes connections_established

@@ -1,0 +1,76 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# vmtest-timeout: 300
+#
+# The doorbell poller (kernel/viw_poll.c, docs/host-interface.md): while
+# it polls, posts make (almost) no doorbell system call; with polling off
+# every post makes one; once idle the poller sleeps and uses no CPU; data
+# stays intact with either (rping -V).  The "doorbells" port counter
+# counts the doorbell system calls.
+. "$(dirname "$0")/../lib.sh"
+
+make_two_hosts viw
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+knob=/sys/kernel/debug/viw/poll_idle_us
+[ -e "$knob" ] || die "no $knob"
+# Off by default (kernel/viw_poll.c says why).
+[ "$(cat "$knob")" = 0 ] || die "poll_idle_us is $(cat "$knob") by default, not 0"
+
+# pollers: the PIDs of the two devices' poller threads.
+pollers() {
+	local p
+	for p in /proc/[0-9]*; do
+		case $(cat "$p/comm" 2>/dev/null) in
+		"viw_poll/$IF_A" | "viw_poll/$IF_B") echo "${p#/proc/}" ;;
+		esac
+	done
+}
+[ "$(pollers | wc -l)" = 2 ] || die "expected 2 poller threads, found: $(pollers)"
+
+# doorbells_per_wr ITERS: doorbell system calls of ib_write_bw 4 KiB (both
+# sides) per WR posted.
+doorbells_per_wr() {
+	local before after
+	before=$(( $(port_counter "$DEV_A" doorbells) + $(port_counter "$DEV_B" doorbells) ))
+	perf_pair ib_write_bw 4096 "$1" >/dev/null
+	after=$(( $(port_counter "$DEV_A" doorbells) + $(port_counter "$DEV_B" doorbells) ))
+	awk -v d=$((after - before)) -v n="$1" 'BEGIN { printf "%.3f", d / n }'
+}
+
+# ib_write_bw signals one WR in 100 and posts the next ones when that
+# completes: a window of 200 ms spans those gaps.
+echo 200000 >"$knob"
+PERF_TAG=-poll on=$(doorbells_per_wr 5000)
+echo 0 >"$knob"
+PERF_TAG=-nopoll off=$(doorbells_per_wr 5000)
+log "doorbell system calls per WR: polling $on, not polling $off"
+# Without polling every post rings; perftest posts one WR per post.
+awk -v v="$off" 'BEGIN { exit !(v >= 0.5) }' || die "polling off, yet only $off doorbells per WR"
+# Set-up and the first posts of a burst ring too: allow a tenth of that.
+awk -v v="$on" -v o="$off" 'BEGIN { exit !(v <= o / 10) }' ||
+	die "polling on, still $on doorbells per WR (off: $off)"
+
+# cpu_ticks: user + system time of the pollers, in clock ticks.
+cpu_ticks() {
+	local p t=0
+	for p in $(pollers); do
+		t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat")))
+	done
+	echo "$t"
+}
+echo 1000 >"$knob"
+rping_pair "$IP_B" 4096 50
+# After the idle window (1 ms; a longer one set before ends with the first
+# spell it ends) both pollers sleep: no CPU over two seconds.
+sleep 1
+t0=$(cpu_ticks)
+sleep 2
+t1=$(cpu_ticks)
+[ "$t1" = "$t0" ] || die "idle pollers used $((t1 - t0)) ticks in 2 s"
+for p in $(pollers); do
+	st=$(awk '{ print $3 }' "/proc/$p/stat")
+	[ "$st" = S ] || die "poller $p not sleeping: state $st"
+done
+echo 0 >"$knob"
+rping_pair "$IP_B" 65000 20
+log "poller: ok"
