@@ -45,6 +45,14 @@
 #define VIW_MAX_IRD		32
 #define VIW_MAX_SGE_RD		1	/* a Read Response fills one sink */
 #define VIW_MAX_MR_SIZE		(1ULL << 40)
+/*
+ * Device memory (viw_dm.c): kernel pages mapped into the process.  One
+ * allocation is at most VIW_MAX_DM_SIZE (max_dm_size); all of a device's
+ * together at most VIW_MAX_DM_TOTAL, in at most VIW_MAX_DM allocations.
+ */
+#define VIW_MAX_DM_SIZE		SZ_1M
+#define VIW_MAX_DM_TOTAL	(32 * SZ_1M)
+#define VIW_MAX_DM		1024
 #define VIW_MAX_FR_PAGES	256	/* reported only: see viw_query_device */
 #define VIW_VENDOR_ID		0x766977	/* "viw" */
 #define VIW_GID_TBL_LEN		16		/* layout: viw_gid.c */
@@ -69,6 +77,7 @@ enum viw_obj_type {
 	VIW_OBJ_QP,
 	VIW_OBJ_SRQ,
 	VIW_OBJ_MW,
+	VIW_OBJ_DM,
 	VIW_OBJ_MAX
 };
 
@@ -119,6 +128,7 @@ struct viw_device {
 	u32 next_mr_index;
 
 	atomic_t obj_count[VIW_OBJ_MAX];
+	atomic64_t dm_bytes;		/* device memory, VIW_MAX_DM_TOTAL */
 	struct viw_counters __percpu *counters;
 	atomic64_t hwm[VIW_HWM_MAX];
 
@@ -268,6 +278,9 @@ static inline void *viw_ring_slot(struct viw_ring *ring, u32 index)
 
 /* viw_verbs.c */
 extern const struct ib_device_ops viw_verbs_ops;
+
+/* viw_dm.c: the driver's attributes of uverbs methods (ibdev.driver_def) */
+extern const struct uapi_definition viw_uapi_defs[];
 
 /* viw_mem.c */
 int viw_mem_init(void);

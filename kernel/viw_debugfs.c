@@ -41,6 +41,7 @@ static int viw_objects_show(struct seq_file *m, void *unused)
 		[VIW_OBJ_QP] = "qp",
 		[VIW_OBJ_SRQ] = "srq",
 		[VIW_OBJ_MW] = "mw",
+		[VIW_OBJ_DM] = "dm",
 	};
 	struct viw_device *vdev = m->private;
 	int i;
@@ -48,6 +49,8 @@ static int viw_objects_show(struct seq_file *m, void *unused)
 	for (i = 0; i < VIW_OBJ_MAX; i++)
 		seq_printf(m, "%s %d\n", names[i],
 			   atomic_read(&vdev->obj_count[i]));
+	seq_printf(m, "dm_bytes %lld\n",
+		   (long long)atomic64_read(&vdev->dm_bytes));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(viw_objects);

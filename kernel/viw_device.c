@@ -18,6 +18,7 @@ bool viw_obj_get(struct viw_device *vdev, enum viw_obj_type type)
 		[VIW_OBJ_QP] = VIW_MAX_QP,
 		[VIW_OBJ_SRQ] = VIW_MAX_SRQ,
 		[VIW_OBJ_MW] = VIW_MAX_MW,
+		[VIW_OBJ_DM] = VIW_MAX_DM,
 	};
 
 	return atomic_add_unless(&vdev->obj_count[type], 1, limits[type]);
@@ -66,6 +67,7 @@ int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->max_cqe = VIW_MAX_CQE;
 	attr->max_mr = VIW_MAX_MR;
 	attr->max_mw = VIW_MAX_MW;
+	attr->max_dm_size = VIW_MAX_DM_SIZE;
 	attr->device_cap_flags = IB_DEVICE_MEM_WINDOW |
 				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
 	attr->max_pd = VIW_MAX_PD;

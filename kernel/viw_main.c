@@ -46,6 +46,7 @@ static void viw_dealloc_driver(struct ib_device *ibdev)
 	viw_mem_flush();
 	for (i = 0; i < VIW_OBJ_MAX; i++)
 		WARN_ON_ONCE(atomic_read(&vdev->obj_count[i]));
+	WARN_ON_ONCE(atomic64_read(&vdev->dm_bytes));
 	viw_debugfs_remove_device(vdev);
 	viw_poll_stop(vdev);
 	viw_direct_free_device(vdev);
@@ -115,6 +116,8 @@ static struct viw_device *viw_device_alloc(struct net_device *ndev)
 	memcpy(vdev->ibdev.node_desc, "viw software iWARP RNIC",
 	       sizeof("viw software iWARP RNIC"));
 	ib_set_device_ops(&vdev->ibdev, &viw_verbs_ops);
+	/* The driver's attributes of uverbs methods (device memory). */
+	vdev->ibdev.driver_def = viw_uapi_defs;
 	ib_set_device_ops(&vdev->ibdev, &viw_link_device_ops);
 	return vdev;
 }

@@ -101,6 +101,12 @@ static int viw_mr_add(struct viw_device *vdev, struct viw_mr *mr)
 
 static void viw_mr_free(struct viw_device *vdev, struct viw_mr *mr)
 {
+	unsigned long i;
+
+	/* A pages MR holds its own reference on each page. */
+	if (!mr->umem && mr->pages)
+		for (i = 0; i < mr->num_pages; i++)
+			put_page(mr->pages[i]);
 	kvfree(mr->pages);
 	if (mr->umem)
 		ib_umem_release(mr->umem);
@@ -197,6 +203,61 @@ struct ib_mr *viw_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 		goto err_free;
 	mr->iova = iova;
 	mr->length = length;
+	rv = viw_mr_add(vdev, mr);
+	if (rv)
+		goto err_free;
+	return &mr->ibmr;
+
+err_free:
+	viw_mr_free(vdev, mr);
+	return ERR_PTR(rv);
+}
+
+/**
+ * viw_reg_pages_mr - register kernel pages, zero-based (device memory)
+ * @pd: the PD
+ * @pages: the pages, in the order of their bytes
+ * @offset: byte of @pages that is the MR's address 0
+ * @length: bytes from there, within @pages; may be 0
+ * @access: IB_ACCESS_* rights
+ *
+ * The MR takes a reference on every page it covers, so that its pages
+ * stay as long as the data path may use them, also after their owner
+ * freed them.
+ *
+ * Return: the MR, or an ERR_PTR.
+ */
+struct ib_mr *viw_reg_pages_mr(struct ib_pd *pd, struct page **pages,
+			       u64 offset, u64 length, int access)
+{
+	struct viw_device *vdev = to_viw_dev(pd->device);
+	u32 page_offset = offset & ~PAGE_MASK;
+	struct viw_mr *mr;
+	unsigned long i;
+	int rv;
+
+	mr = viw_mr_alloc(pd, access);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	if (length)
+		mr->num_pages = DIV_ROUND_UP(page_offset + length, PAGE_SIZE);
+	/* At least one entry: a NULL array would make it a DMA MR. */
+	mr->pages = kvcalloc(max(mr->num_pages, 1UL), sizeof(*mr->pages),
+			     GFP_KERNEL_ACCOUNT);
+	if (!mr->pages) {
+		mr->num_pages = 0;
+		rv = -ENOMEM;
+		goto err_free;
+	}
+	for (i = 0; i < mr->num_pages; i++) {
+		mr->pages[i] = pages[(offset >> PAGE_SHIFT) + i];
+		get_page(mr->pages[i]);
+	}
+	mr->page_offset = page_offset;
+	mr->iova = 0;
+	mr->length = length;
+	mr->ibmr.iova = 0;
+	mr->ibmr.length = length;
 	rv = viw_mr_add(vdev, mr);
 	if (rv)
 		goto err_free;

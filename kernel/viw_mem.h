@@ -11,8 +11,13 @@ struct viw_qp;
 
 struct viw_mr {
 	struct ib_mr ibmr;
-	struct ib_umem *umem;		/* NULL for a DMA MR */
-	struct page **pages;		/* the pinned pages of umem */
+	struct ib_umem *umem;		/* NULL for a DMA or a pages MR */
+	/*
+	 * The pinned pages of umem; or, for an MR over kernel pages
+	 * (device memory), those pages, each with a reference of the MR's.
+	 * NULL for a DMA MR.
+	 */
+	struct page **pages;
 	unsigned long num_pages;
 	u32 page_offset;		/* of iova within pages[0] */
 	u64 iova;
@@ -61,6 +66,8 @@ u8 viw_mw_bind(struct viw_qp *qp, const struct viw_sqe *sqe);
 u8 viw_mw_local_inv(struct viw_qp *qp, u32 stag);
 int viw_mw_remote_inv(struct viw_qp *qp, u32 stag,
 		      struct viw_term_cause *cause);
+struct ib_mr *viw_reg_pages_mr(struct ib_pd *pd, struct page **pages,
+			       u64 offset, u64 length, int access);
 struct viw_mr *viw_mr_get_remote(struct viw_qp *qp, u32 stag, int access,
 				 u64 addr, u32 len,
 				 struct viw_term_cause *cause);

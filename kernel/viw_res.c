@@ -174,11 +174,19 @@ static int viw_res_put_cq(struct sk_buff *msg, void *obj)
 	return 0;
 }
 
+/* user memory, device memory (pages of its own), or all of memory */
+static const char *viw_res_mr_type(const struct viw_mr *mr)
+{
+	if (mr->umem)
+		return "user";
+	return mr->pages ? "dm" : "dma";
+}
+
 static int viw_res_put_mr(struct sk_buff *msg, void *obj)
 {
 	struct viw_mr *mr = obj;
 
-	if (rdma_nl_put_driver_string(msg, "type", mr->umem ? "user" : "dma") ||
+	if (rdma_nl_put_driver_string(msg, "type", viw_res_mr_type(mr)) ||
 	    rdma_nl_put_driver_u64(msg, "pages", mr->num_pages) ||
 	    rdma_nl_put_driver_u32(msg, "page_offset", mr->page_offset) ||
 	    rdma_nl_put_driver_u32_hex(msg, "access", mr->access) ||

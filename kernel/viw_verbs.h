@@ -44,6 +44,15 @@ struct ib_mr *viw_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 int viw_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int viw_dealloc_mw(struct ib_mw *ibmw);
 
+/* viw_dm.c */
+struct ib_dm *viw_alloc_dm(struct ib_device *ibdev, struct ib_ucontext *ibuctx,
+			   struct ib_dm_alloc_attr *attr,
+			   struct uverbs_attr_bundle *attrs);
+int viw_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs);
+struct ib_mr *viw_reg_dm_mr(struct ib_pd *pd, struct ib_dm *ibdm,
+			    struct ib_dm_mr_attr *attr,
+			    struct uverbs_attr_bundle *attrs);
+
 /* viw_cq.c */
 #ifdef VIW_CREATE_CQ_TAKES_ATTRS
 int viw_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,

@@ -22,6 +22,7 @@
 #define VIW_ABI_H
 
 #include <linux/types.h>
+#include <rdma/ib_user_ioctl_cmds.h>
 
 /* Reported as the uverbs ABI version and in the alloc_ucontext response. */
 #define VIW_ABI_VERSION 2
@@ -264,5 +265,21 @@ struct viw_uresp_create_srq {
 	__aligned_u64 ring_key;
 	__aligned_u64 ring_size;
 };
+
+/*
+ * Device memory (ibv_alloc_dm).  The device's memory is kernel pages that
+ * the process maps: UVERBS_METHOD_DM_ALLOC answers, besides the core's
+ * handle, the mmap offset of the memory in this driver attribute (a
+ * __u64).  The mapping is the length rounded up to whole pages.
+ */
+enum viw_dm_alloc_attrs {
+	VIW_ATTR_ALLOC_DM_MMAP_KEY = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+/*
+ * ibv_memcpy_to_dm() and ibv_memcpy_from_dm() take offsets and lengths
+ * in multiples of this, as on the hardware that has device memory.
+ */
+#define VIW_DM_ACCESS_ALIGN 4
 
 #endif /* VIW_ABI_H */
