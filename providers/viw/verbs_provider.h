@@ -24,9 +24,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_ioctl_cmds.h>
 
 /* The private ABI this header describes. */
 #define VERBS_PROVIDER_PABI 34
@@ -130,7 +132,8 @@ struct verbs_mr;
 
 struct verbs_context_ops {
 	verbs_unused_op advise_mr;
-	verbs_unused_op alloc_dm;
+	struct ibv_dm *(*alloc_dm)(struct ibv_context *context,
+				   struct ibv_alloc_dm_attr *attr);
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	verbs_unused_op alloc_null_mr;
 	struct ibv_pd *(*alloc_parent_domain)(
@@ -178,7 +181,7 @@ struct verbs_context_ops {
 	verbs_unused_op destroy_wq;
 	verbs_unused_op detach_mcast;
 	void (*free_context)(struct ibv_context *context);
-	verbs_unused_op free_dm;
+	int (*free_dm)(struct ibv_dm *dm);
 	verbs_unused_op get_srq_num;
 	verbs_unused_op import_dm;
 	verbs_unused_op import_mr;
@@ -214,7 +217,9 @@ struct verbs_context_ops {
 	verbs_unused_op query_rt_values;
 	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 	verbs_unused_op read_counters;
-	verbs_unused_op reg_dm_mr;
+	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *pd, struct ibv_dm *dm,
+				    uint64_t dm_offset, size_t length,
+				    unsigned int access);
 	verbs_unused_op reg_dmabuf_mr;
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
@@ -233,6 +238,12 @@ struct verbs_mr {
 	struct ibv_mr ibv_mr;
 	int mr_type;		/* libibverbs' enum ibv_mr_type */
 	int access;
+};
+
+/* Device memory: libibverbs keeps the kernel's handle next to the DM. */
+struct verbs_dm {
+	struct ibv_dm dm;
+	uint32_t handle;
 };
 
 /*
@@ -375,6 +386,74 @@ int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
 int ibv_cmd_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
 		      struct ibv_query_srq *cmd, size_t cmd_size);
 int ibv_cmd_destroy_srq(struct ibv_srq *srq);
+
+/*
+ * Commands of the ioctl() interface take a chain of command buffers: a
+ * provider that adds driver attributes to a command passes the buffer
+ * that holds them as @link, and libibverbs appends them to the core's.
+ * Each buffer is a header followed by room for its attributes
+ * (VERBS_CMD_BUFS); every buffer of a chain names the same method.
+ */
+struct ibv_command_buffer {
+	struct ibv_command_buffer *next;
+	struct ib_uverbs_attr *next_attr;	/* the next one to fill */
+	struct ib_uverbs_attr *last_attr;	/* end of the room */
+	uint8_t uhw_in_idx;
+	uint8_t uhw_out_idx;
+	uint8_t uhw_in_headroom_dwords;
+	uint8_t uhw_out_headroom_dwords;
+	uint8_t buffer_error:1;
+	uint8_t fallback_require_ex:1;
+	uint8_t fallback_ioctl_only:1;
+	struct ib_uverbs_ioctl_hdr hdr;		/* ends in the attributes */
+};
+
+/* Elements of an array of command buffers with room for @n attributes. */
+#define VERBS_CMD_BUFS(n)						\
+	((2 * sizeof(struct ibv_command_buffer) +			\
+	  (n) * sizeof(struct ib_uverbs_attr) - 1) /			\
+	 sizeof(struct ibv_command_buffer))
+
+/* Start @cmd, the first of VERBS_CMD_BUFS(@n) elements, for a link. */
+static inline void verbs_cmd_init(struct ibv_command_buffer *cmd,
+				  uint16_t object_id, uint16_t method_id,
+				  unsigned int n)
+{
+	memset(cmd, 0, sizeof(*cmd));
+	cmd->hdr.object_id = object_id;
+	cmd->hdr.method_id = method_id;
+	cmd->uhw_in_idx = 0xff;		/* no UHW */
+	cmd->uhw_out_idx = 0xff;
+	cmd->next_attr = cmd->hdr.attrs;
+	cmd->last_attr = cmd->hdr.attrs + n;
+}
+
+/* Add a mandatory output attribute: the kernel writes @len bytes at @data. */
+static inline bool verbs_cmd_add_out(struct ibv_command_buffer *cmd,
+				     uint16_t attr_id, void *data,
+				     uint16_t len)
+{
+	struct ib_uverbs_attr *attr = cmd->next_attr;
+
+	if (attr >= cmd->last_attr)
+		return false;
+	memset(attr, 0, sizeof(*attr));
+	attr->attr_id = attr_id;
+	attr->flags = UVERBS_ATTR_F_MANDATORY;
+	attr->len = len;
+	attr->data = (uintptr_t)data;
+	cmd->next_attr++;
+	return true;
+}
+
+int ibv_cmd_alloc_dm(struct ibv_context *ctx,
+		     const struct ibv_alloc_dm_attr *dm_attr,
+		     struct verbs_dm *dm, struct ibv_command_buffer *link);
+int ibv_cmd_free_dm(struct verbs_dm *dm);
+/* Fills in the MR as ibv_cmd_reg_mr does, with addr NULL (zero-based). */
+int ibv_cmd_reg_dm_mr(struct ibv_pd *pd, struct verbs_dm *dm,
+		      uint64_t offset, size_t length, unsigned int access,
+		      struct verbs_mr *vmr, struct ibv_command_buffer *link);
 
 /*
  * The uverbs post commands.  viw uses them with an empty list (wr ==

@@ -19,6 +19,7 @@
 static void viw_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops viw_context_ops = {
+	.alloc_dm = viw_alloc_dm,
 	.alloc_mw = viw_alloc_mw,
 	.alloc_parent_domain = viw_alloc_parent_domain,
 	.alloc_pd = viw_alloc_pd,
@@ -35,6 +36,7 @@ static const struct verbs_context_ops viw_context_ops = {
 	.destroy_qp = viw_destroy_qp,
 	.destroy_srq = viw_destroy_srq,
 	.free_context = viw_free_context,
+	.free_dm = viw_free_dm,
 	.modify_qp = viw_modify_qp,
 	.modify_srq = viw_modify_srq,
 	.poll_cq = viw_poll_cq,
@@ -45,6 +47,7 @@ static const struct verbs_context_ops viw_context_ops = {
 	.query_port = viw_query_port,
 	.query_qp = viw_query_qp,
 	.query_srq = viw_query_srq,
+	.reg_dm_mr = viw_reg_dm_mr,
 	.reg_mr = viw_reg_mr,
 	.req_notify_cq = viw_req_notify_cq,
 	.rereg_mr = viw_rereg_mr,

@@ -164,6 +164,14 @@ int viw_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
 int viw_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int viw_destroy_srq(struct ibv_srq *srq);
 
+/* viw_dm.c: device memory, mapped */
+struct ibv_dm *viw_alloc_dm(struct ibv_context *ctx,
+			    struct ibv_alloc_dm_attr *attr);
+int viw_free_dm(struct ibv_dm *ibdm);
+struct ibv_mr *viw_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *ibdm,
+			     uint64_t dm_offset, size_t length,
+			     unsigned int access);
+
 /* viw_post.c: the fast path, on the mapped rings */
 int viw_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr);

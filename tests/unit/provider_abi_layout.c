@@ -681,7 +681,10 @@ static void check_size_from_code(const char *dir, const char *func,
  * proves their offsets against libibverbs at run time instead.
  */
 static const size_t proven_at_run_time[] = {
+	offsetof(struct verbs_context_ops, alloc_dm),
 	offsetof(struct verbs_context_ops, alloc_parent_domain),
+	offsetof(struct verbs_context_ops, free_dm),
+	offsetof(struct verbs_context_ops, reg_dm_mr),
 };
 
 static void add_run_time_proofs(void)

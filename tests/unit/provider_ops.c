@@ -4,7 +4,8 @@
  * shipped provider archive can prove (unit.provider_abi_layout), proven
  * against the installed libibverbs at run time.
  *
- * - The offset of ops libviw sets that no archive sets (alloc_parent_domain).
+ * - The offset of ops libviw sets that no archive sets (alloc_parent_domain,
+ *   and the device memory ops alloc_dm, free_dm and reg_dm_mr).
  *   verbs_set_ops() copies such an op into a public field of struct
  *   verbs_context (<infiniband/verbs.h>), which ibv_alloc_parent_domain()
  *   calls.  A table with only that slot set must land in that field; a
@@ -42,6 +43,51 @@ static struct ibv_pd *marker_parent_domain(struct ibv_context *ctx,
 					   struct ibv_parent_domain_init_attr *a)
 {
 	return NULL;
+}
+
+static struct ibv_dm *marker_alloc_dm(struct ibv_context *ctx,
+				      struct ibv_alloc_dm_attr *attr)
+{
+	return NULL;
+}
+
+static int marker_free_dm(struct ibv_dm *dm)
+{
+	return 0;
+}
+
+static struct ibv_mr *marker_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
+				       uint64_t offset, size_t length,
+				       unsigned int access)
+{
+	return NULL;
+}
+
+/* The device memory ops, each set alone, in their public fields. */
+static void check_dm_ops(struct probe_context *pc)
+{
+	struct verbs_context_ops ops;
+
+	memset(&ops, 0, sizeof(ops));
+	ops.alloc_dm = marker_alloc_dm;
+	verbs_set_ops(&pc->vctx, &ops);
+	tc_result(pc->vctx.alloc_dm == marker_alloc_dm,
+		  "verbs_context_ops.alloc_dm at libibverbs' offset",
+		  "set at another offset");
+
+	memset(&ops, 0, sizeof(ops));
+	ops.free_dm = marker_free_dm;
+	verbs_set_ops(&pc->vctx, &ops);
+	tc_result(pc->vctx.free_dm == marker_free_dm,
+		  "verbs_context_ops.free_dm at libibverbs' offset",
+		  "set at another offset");
+
+	memset(&ops, 0, sizeof(ops));
+	ops.reg_dm_mr = marker_reg_dm_mr;
+	verbs_set_ops(&pc->vctx, &ops);
+	tc_result(pc->vctx.reg_dm_mr == marker_reg_dm_mr,
+		  "verbs_context_ops.reg_dm_mr at libibverbs' offset",
+		  "set at another offset");
 }
 
 static struct ibv_qp *marker_create_qp_ex(struct ibv_context *ctx,
@@ -83,6 +129,7 @@ static void check_public_ops(struct verbs_device *vdev)
 		  "verbs_context_ops.create_qp_ex at libibverbs' offset",
 		  "set at another offset");
 
+	check_dm_ops(pc);
 	verbs_uninit_context(&pc->vctx);
 	free(pc);
 }
