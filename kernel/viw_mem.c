@@ -157,6 +157,19 @@ static struct viw_mr *viw_mr_alloc(struct ib_pd *pd, int access)
 	return mr;
 }
 
+/* The end of every registration: give @mr its STag, or free it. */
+static struct ib_mr *viw_mr_publish(struct viw_device *vdev,
+				    struct viw_mr *mr)
+{
+	int rv = viw_mr_add(vdev, mr);
+
+	if (rv) {
+		viw_mr_free(vdev, mr);
+		return ERR_PTR(rv);
+	}
+	return &mr->ibmr;
+}
+
 /* Index the pinned pages so that the data path finds any byte in O(1). */
 static int viw_mr_index_pages(struct viw_mr *mr)
 {
@@ -203,10 +216,7 @@ struct ib_mr *viw_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 		goto err_free;
 	mr->iova = iova;
 	mr->length = length;
-	rv = viw_mr_add(vdev, mr);
-	if (rv)
-		goto err_free;
-	return &mr->ibmr;
+	return viw_mr_publish(vdev, mr);
 
 err_free:
 	viw_mr_free(vdev, mr);
@@ -234,7 +244,6 @@ struct ib_mr *viw_reg_pages_mr(struct ib_pd *pd, struct page **pages,
 	u32 page_offset = offset & ~PAGE_MASK;
 	struct viw_mr *mr;
 	unsigned long i;
-	int rv;
 
 	mr = viw_mr_alloc(pd, access);
 	if (IS_ERR(mr))
@@ -246,8 +255,8 @@ struct ib_mr *viw_reg_pages_mr(struct ib_pd *pd, struct page **pages,
 			     GFP_KERNEL_ACCOUNT);
 	if (!mr->pages) {
 		mr->num_pages = 0;
-		rv = -ENOMEM;
-		goto err_free;
+		viw_mr_free(vdev, mr);
+		return ERR_PTR(-ENOMEM);
 	}
 	for (i = 0; i < mr->num_pages; i++) {
 		mr->pages[i] = pages[(offset >> PAGE_SHIFT) + i];
@@ -258,14 +267,7 @@ struct ib_mr *viw_reg_pages_mr(struct ib_pd *pd, struct page **pages,
 	mr->length = length;
 	mr->ibmr.iova = 0;
 	mr->ibmr.length = length;
-	rv = viw_mr_add(vdev, mr);
-	if (rv)
-		goto err_free;
-	return &mr->ibmr;
-
-err_free:
-	viw_mr_free(vdev, mr);
-	return ERR_PTR(rv);
+	return viw_mr_publish(vdev, mr);
 }
 
 /* Kernel consumers only: an STag that covers all kernel memory. */
@@ -273,19 +275,13 @@ struct ib_mr *viw_get_dma_mr(struct ib_pd *pd, int access)
 {
 	struct viw_device *vdev = to_viw_dev(pd->device);
 	struct viw_mr *mr;
-	int rv;
 
 	mr = viw_mr_alloc(pd, access);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
 	mr->iova = 0;
 	mr->length = U64_MAX;
-	rv = viw_mr_add(vdev, mr);
-	if (rv) {
-		viw_mr_free(vdev, mr);
-		return ERR_PTR(rv);
-	}
-	return &mr->ibmr;
+	return viw_mr_publish(vdev, mr);
 }
 
 /*
