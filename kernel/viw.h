@@ -101,6 +101,7 @@ enum viw_counter {
 	VIW_CNT_MPA_REJECT_RCVD,
 	VIW_CNT_CRC_ERRORS,
 	VIW_CNT_TCP_RETRANS_CLOSED,	/* of sockets already released */
+	VIW_CNT_POLL_BACKOFFS,		/* poller yielded a shared CPU */
 	VIW_CNT_MAX
 };
 
@@ -260,6 +261,7 @@ void viw_poll_add_uctx(struct viw_device *vdev, struct viw_ucontext *uctx);
 void viw_poll_del_uctx(struct viw_device *vdev, struct viw_ucontext *uctx);
 void viw_poll_doorbell(struct viw_device *vdev);
 u32 *viw_poll_idle_knob(void);
+u32 *viw_poll_shared_knob(void);
 
 /* viw_ring.c */
 int viw_qmem_alloc(struct viw_qmem *qm, size_t size);

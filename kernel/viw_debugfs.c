@@ -10,6 +10,10 @@
  *	How long each device's doorbell poller keeps polling after the
  *	last doorbell it saw before it sleeps (viw_poll.c); 0, the default:
  *	no polling, every post makes the doorbell system call.
+ *   poll_shared_us
+ *	How long a poller that has work keeps polling a CPU shared with
+ *	another runnable task before it backs off (viw_poll.c); 0: never
+ *	back off.
  *   ceps
  *	The number of live connection endpoints of all devices (listeners
  *	and endpoints that wait for an MPA request included), then a line
@@ -108,6 +112,8 @@ void viw_debugfs_init(void)
 	debugfs_create_u8("mpa_rtr", 0644, viw_debugfs_root, &prefs->rtr);
 	debugfs_create_u32("poll_idle_us", 0644, viw_debugfs_root,
 			   viw_poll_idle_knob());
+	debugfs_create_u32("poll_shared_us", 0644, viw_debugfs_root,
+			   viw_poll_shared_knob());
 	debugfs_create_file("ceps", 0444, viw_debugfs_root, NULL,
 			    &viw_ceps_fops);
 }

@@ -27,6 +27,7 @@
 #include <linux/kthread.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
+#include <linux/sched/stat.h>
 #include <linux/wait.h>
 
 #include "viw_qp.h"
@@ -41,6 +42,15 @@
  */
 static u32 viw_poll_idle_us;
 
+/*
+ * How long a poller with work may share its CPU with another runnable
+ * task before it backs off (viw_poll_should_back_off()), in microseconds.
+ * 1 ms: long enough to ride out a kworker or softirq thread that runs
+ * briefly beside it, short enough that a process spinning on its CQ on
+ * the same CPU loses at most that before its posts take the system call.
+ */
+static u32 viw_poll_shared_us = 1000;
+
 struct viw_poller {
 	struct viw_device *vdev;
 	struct task_struct *task;
@@ -49,11 +59,18 @@ struct viw_poller {
 	wait_queue_head_t wait;
 	bool asleep;			/* NEED_WAKEUP is set everywhere */
 	bool kick;			/* a doorbell came while asleep */
+	bool backing_off;		/* yields its CPU for a while */
+	u64 shared_since;		/* local_clock() when found shared */
 };
 
 u32 *viw_poll_idle_knob(void)
 {
 	return &viw_poll_idle_us;
+}
+
+u32 *viw_poll_shared_knob(void)
+{
+	return &viw_poll_shared_us;
 }
 
 static u32 viw_poll_seq(struct viw_ucontext *uctx)
@@ -147,6 +164,62 @@ static void viw_poll_sleep(struct viw_poller *p)
 	WRITE_ONCE(p->asleep, false);
 }
 
+/*
+ * Another task is runnable on the poller's CPU: most likely the very
+ * process whose CQ the poller would fill, spinning on it.  Polling then
+ * takes the CPU that process needs (see viw_poll_idle_us), so hand the
+ * doorbells back to the system call and stay off the CPU for 2 ms.
+ * The doorbell system call does not wake a poller that backs off: waking
+ * it on every post would cost a context switch each, more than polling
+ * saves.  The poller looks again after VIW_POLL_BACKOFF.
+ */
+#define VIW_POLL_BACKOFF msecs_to_jiffies(2)
+
+static bool viw_poll_cpu_shared(void)
+{
+	return !single_task_running();
+}
+
+static void viw_poll_back_off(struct viw_poller *p)
+{
+	if (!viw_poll_may_sleep(p)) {
+		/* A doorbell moved meanwhile: take it, then look again. */
+		return;
+	}
+	WRITE_ONCE(p->backing_off, true);
+	viw_count(p->vdev, VIW_CNT_POLL_BACKOFFS, 1);
+	schedule_timeout_interruptible(VIW_POLL_BACKOFF);
+	WRITE_ONCE(p->backing_off, false);
+	WRITE_ONCE(p->kick, false);
+	WRITE_ONCE(p->asleep, false);
+}
+
+/*
+ * Whether to back off now: the CPU has been shared without a break for
+ * viw_poll_shared_us, or for VIW_POLL_IDLE_SPIN_NS (if shorter) by a
+ * poller that found nothing to do meanwhile.  An idle spin only steals
+ * from whoever else runs there (the other device's poller, the process
+ * waiting on its CQ); a poller with work drives traffic, but only in its
+ * own time slices.  viw_poll_shared_us = 0 never backs off.
+ */
+#define VIW_POLL_IDLE_SPIN_NS (100 * NSEC_PER_USEC)
+
+static bool viw_poll_should_back_off(struct viw_poller *p, u64 last_move,
+				     u64 now)
+{
+	u64 limit = (u64)READ_ONCE(viw_poll_shared_us) * NSEC_PER_USEC;
+
+	if (!limit || !viw_poll_cpu_shared()) {
+		p->shared_since = 0;
+		return false;
+	}
+	if (!p->shared_since)
+		p->shared_since = now;
+	if (now - last_move >= VIW_POLL_IDLE_SPIN_NS)
+		limit = min_t(u64, limit, VIW_POLL_IDLE_SPIN_NS);
+	return now - p->shared_since >= limit;
+}
+
 static int viw_poll_thread(void *data)
 {
 	struct viw_poller *p = data;
@@ -154,13 +227,20 @@ static int viw_poll_thread(void *data)
 
 	while (!kthread_should_stop()) {
 		u64 idle_ns = (u64)READ_ONCE(viw_poll_idle_us) * NSEC_PER_USEC;
+		bool moved = viw_poll_pass(p);
+		u64 now = local_clock();
 
-		if (viw_poll_pass(p))
-			last = local_clock();
-		else if (local_clock() - last >= idle_ns &&
-			 viw_poll_may_sleep(p)) {
+		if (moved) {
+			last = now;
+		} else if (now - last >= idle_ns && viw_poll_may_sleep(p)) {
 			viw_poll_sleep(p);
 			last = local_clock();
+			p->shared_since = 0;
+			continue;
+		}
+		if (viw_poll_should_back_off(p, last, now)) {
+			viw_poll_back_off(p);
+			p->shared_since = 0;
 		}
 		cond_resched();
 	}
@@ -175,7 +255,8 @@ void viw_poll_doorbell(struct viw_device *vdev)
 {
 	struct viw_poller *p = vdev->poller;
 
-	if (!p || !READ_ONCE(p->asleep) || !READ_ONCE(viw_poll_idle_us))
+	if (!p || !READ_ONCE(p->asleep) || !READ_ONCE(viw_poll_idle_us) ||
+	    READ_ONCE(p->backing_off))
 		return;
 	if (!READ_ONCE(p->kick)) {
 		WRITE_ONCE(p->kick, true);

@@ -28,6 +28,7 @@ enum viw_stat {
 	VIW_STAT_MPA_REJECT_RCVD,
 	VIW_STAT_CRC_ERRORS,
 	VIW_STAT_TCP_RETRANS,
+	VIW_STAT_POLL_BACKOFFS,
 	VIW_STAT_MAX
 };
 
@@ -47,6 +48,7 @@ static const struct rdma_stat_desc viw_stat_descs[VIW_STAT_MAX] = {
 	[VIW_STAT_MPA_REJECT_RCVD].name = "mpa_rejects_received",
 	[VIW_STAT_CRC_ERRORS].name = "crc_errors",
 	[VIW_STAT_TCP_RETRANS].name = "tcp_retransmits",
+	[VIW_STAT_POLL_BACKOFFS].name = "poll_backoffs",
 };
 
 /* The counters that are plain sums, and where each one is kept. */
@@ -64,6 +66,7 @@ static const u8 viw_stat_counter[VIW_STAT_MAX] = {
 	[VIW_STAT_MPA_REJECT_SENT] = VIW_CNT_MPA_REJECT_SENT,
 	[VIW_STAT_MPA_REJECT_RCVD] = VIW_CNT_MPA_REJECT_RCVD,
 	[VIW_STAT_CRC_ERRORS] = VIW_CNT_CRC_ERRORS,
+	[VIW_STAT_POLL_BACKOFFS] = VIW_CNT_POLL_BACKOFFS,
 };
 
 int viw_stats_init(struct viw_device *vdev)
