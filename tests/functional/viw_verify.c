@@ -224,17 +224,38 @@ static bool vf_server_handle(struct vf_server *v, struct rdma_cm_event *ev)
 	return false;
 }
 
+static bool vf_any_conn(const struct vf_server *v)
+{
+	int i;
+
+	for (i = 0; i < VF_MAX_CONNS; i++)
+		if (v->conn[i].id)
+			return true;
+	return false;
+}
+
+/*
+ * Until -t, SIGTERM, or the device is gone: then the connections' own
+ * DEVICE_REMOVAL events, queued behind the listener's, are still taken
+ * (for at most 10 s), so that each gets its CLOSED line.
+ */
 static void vf_serve(struct vf_server *v)
 {
+	long long gone_end = 0;
 	struct rdma_cm_event *ev;
 
 	while (!vf_stop && vt_ms_left(vt_run_deadline)) {
-		int rv = vt_server_event(v->s.ch, vt_deadline_in(200), &ev);
+		int rv;
 
+		if (gone_end && (!vf_any_conn(v) || vt_now_ms() > gone_end))
+			break;
+		rv = vt_server_event(v->s.ch, vt_deadline_in(200), &ev);
 		if (rv == -ETIMEDOUT)
 			continue;
-		if (rv || vf_server_handle(v, ev))
+		if (rv)
 			break;
+		if (vf_server_handle(v, ev) && !gone_end)
+			gone_end = vt_now_ms() + 10000;
 	}
 }
 
