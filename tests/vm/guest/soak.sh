@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-# vmtest-timeout: 300
+# vmtest-timeout: 420
 #
 # Issue 12, lane 4: a soak.  For SOAK_SECS (default 120: the suite's
 # version; scripts/soak runs 1800) five streams run at once between two
@@ -161,7 +161,7 @@ net_ns_count() {
 ns_settled() { [ "$(net_ns_count)" -le "$ns_base" ]; }
 settle() {
 	if [ -n "$ns_base" ]; then
-		wait_for 60 ns_settled ||
+		wait_for 20 ns_settled ||
 			log "net_namespace objects still $(net_ns_count) (at first $ns_base)"
 	fi
 	sleep 5
