@@ -468,10 +468,20 @@ static int viw_rx_opcode_error(struct viw_qp *qp)
 	return -EPROTO;
 }
 
+/* An Immediate Data message from a peer that did not agree on it. */
+static bool viw_rx_imm_unwanted(struct viw_qp *qp)
+{
+	/* the RDMAP opcode: the low four bits of the second control byte */
+	u8 opcode = qp->eng->rx.hdr[VIW_MPA_LEN_SIZE + 1] & 0xf;
+
+	return (opcode == VIW_RDMAP_IMM || opcode == VIW_RDMAP_IMM_SE) &&
+	       !READ_ONCE(qp->peer_imm);
+}
+
 /*
  * An Immediate Data message (RFC 7306), only from a viw peer that agreed
- * on it: for any other the opcode is unexpected, as it was before viw
- * spoke it.  viw's SEND with immediate is placed like a SEND.  The plain
+ * on it (viw_rx_hdr() refuses it from any other, as an unexpected opcode,
+ * as before viw spoke it).  viw's SEND with immediate is placed like a SEND.  The plain
  * form is one segment with nothing behind its header; like a SEND it
  * needs the expected MSN and a receive WQE, and places nothing in it.
  */
@@ -479,8 +489,6 @@ static int viw_rx_start_imm(struct viw_qp *qp)
 {
 	struct viw_rx *rx = &qp->eng->rx;
 
-	if (!READ_ONCE(qp->peer_imm))
-		return viw_rx_opcode_error(qp);
 	if (viw_imm_decode(viw_rx_body(rx), &rx->imm, &rx->cause))
 		return -EPROTO;
 	if (!rx->imm.send) {
@@ -603,6 +611,9 @@ static int viw_rx_hdr(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 						 VIW_RDMAP_EC_OPCODE);
 			return -EPROTO;
 		}
+		/* Refused at once, as before viw spoke it: see start_imm. */
+		if (viw_rx_imm_unwanted(qp))
+			return viw_rx_opcode_error(qp);
 		rx->hdr_need = VIW_MPA_LEN_SIZE + hlen;
 		return n;
 	}
