@@ -12,7 +12,8 @@
 #   each malformed or unwanted Immediate Data message gets;
 # - a peer whose private data does not offer Immediate Data (a viw of
 #   before) gets none: an immediate WR completes with LOC_QP_OP_ERR and
-#   sends nothing, and an Immediate Data message from it is refused.
+#   sends nothing, and an Immediate Data message from it is refused; so
+#   does an rdma_cm connection (viw_target), even between two viw devices.
 . "$(dirname "$0")/../lib.sh"
 
 bin=$VIW_BUILD/tests/functional/viw_imm
@@ -93,6 +94,26 @@ fi
 against old-in 0 --recvs 1 --fatal -- "fpdu-raw:hdr=$ok" \
 	expect-term:layer=0,type=2,code=6
 log "a peer without Immediate Data: WR refused locally, message refused"
+
+# An rdma_cm connection never agrees on it, even between two viw devices
+# (its private data is the consumer's): the SEND with immediate
+# (viw_target posts it first) fails locally, the WRITE with immediate
+# behind it is flushed, the server receives nothing.
+target=$VIW_BUILD/tests/functional/viw_target
+in_b "$target" -s "$IP_B" 7471 --recv 1 --run 6 --until-disconnect \
+	</dev/null >"$VIW_OUT/cm.server" 2>&1 &
+spid=$!
+wait_listen "$NS_B" 7471
+in_a "$target" -c "$IP_B" 7471 --write 16 --send 16 --imm --run 4 \
+	</dev/null >"$VIW_OUT/cm.client" 2>&1 || true
+wait "$spid" || true
+has "$VIW_OUT/cm.client" '^WC opcode SEND status LOC_QP_OP_ERR ' ||
+	{ cat "$VIW_OUT/cm.client"; die "rdma_cm: SEND with immediate not refused"; }
+has "$VIW_OUT/cm.client" '^WC opcode RDMA_WRITE status WR_FLUSH_ERR ' ||
+	{ cat "$VIW_OUT/cm.client"; die "rdma_cm: the WRITE behind it not flushed"; }
+hasnt "$VIW_OUT/cm.server" '^WC opcode RECV status SUCCESS' ||
+	{ cat "$VIW_OUT/cm.server"; die "rdma_cm: the server received something"; }
+log "rdma_cm connection: immediate data refused with LOC_QP_OP_ERR"
 
 wait_for 10 objects_zero "$DEV_A" || die "objects left on $DEV_A: $(objects_of "$DEV_A")"
 wait_for 10 objects_zero "$DEV_B" || die "objects left on $DEV_B: $(objects_of "$DEV_B")"
