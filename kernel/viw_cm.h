@@ -65,11 +65,13 @@ struct viw_cep_owner {
  */
 #define VIW_DIRECT_PORT		20886
 #define VIW_DIRECT_VERSION	1
+/* flags: the sender speaks RFC 7306 Immediate Data as viw does */
+#define VIW_DIRECT_F_IMM	0x01
 
 struct viw_direct_pdata {
 	u8 magic[4];			/* "viwD" */
 	u8 version;			/* VIW_DIRECT_VERSION */
-	u8 flags;			/* 0 */
+	u8 flags;			/* VIW_DIRECT_F_* */
 	__be16 reserved;		/* 0 */
 	__be32 src_qpn;			/* the sender's QP */
 	__be32 dst_qpn;			/* the receiver's QP */

@@ -270,11 +270,21 @@ static bool viw_direct_pdata_ok(const struct viw_direct_pdata *pd)
 	       pd->version == VIW_DIRECT_VERSION;
 }
 
+/*
+ * Immediate Data is used only if both sides say they speak it: viw of
+ * before sends flags 0 and ignores them.
+ */
+static bool viw_direct_peer_imm(const struct viw_direct_pdata *pd)
+{
+	return pd->flags & VIW_DIRECT_F_IMM;
+}
+
 static void viw_direct_fill(struct viw_direct_pdata *pd, u32 src, u32 dst)
 {
 	memset(pd, 0, sizeof(*pd));
 	memcpy(pd->magic, viw_direct_magic, sizeof(pd->magic));
 	pd->version = VIW_DIRECT_VERSION;
+	pd->flags = VIW_DIRECT_F_IMM;
 	pd->src_qpn = cpu_to_be32(src);
 	pd->dst_qpn = cpu_to_be32(dst);
 }
@@ -309,8 +319,14 @@ static bool viw_direct_may_wait(struct viw_qp *qp)
 
 static int viw_direct_do_accept(struct viw_cep *cep, struct viw_qp *qp)
 {
+	const struct viw_direct_pdata *req;
 	struct viw_direct_pdata pd;
+	u16 len;
 
+	/* viw_direct_request() checked the request; before the stream is up */
+	req = viw_cep_direct_pdata(cep, false, &len);
+	WRITE_ONCE(qp->peer_imm, req && len >= sizeof(*req) &&
+		   viw_direct_peer_imm(req));
 	viw_direct_fill(&pd, qp->ibqp.qp_num, cep->direct_src);
 	return viw_cep_direct_accept(cep, qp, &pd, sizeof(pd));
 }
@@ -498,6 +514,8 @@ static int viw_direct_check_reply(struct viw_cep *cep)
 				       qp->ibqp.qp_num);
 		return -ECONNREFUSED;
 	}
+	/* before viw_qp_connect() gives the QP its stream */
+	WRITE_ONCE(qp->peer_imm, viw_direct_peer_imm(pd));
 	return 0;
 }
 

@@ -87,6 +87,10 @@ struct viw_rx {
 	bool rqe_from_srq;
 	u32 rqe_index;			/* RQ index when not from the SRQ */
 	u32 msg_len;			/* bytes of the message so far */
+	struct viw_imm imm;		/* Immediate Data: its header */
+	/* the WRITE a plain Immediate Data reports (viw_rx_end_write) */
+	u32 write_len;
+	bool write_done;		/* write_len is of a whole WRITE */
 
 	u32 msn_send;			/* next expected MSN per queue */
 	u32 msn_rreq;			/* Read and Atomic Requests */

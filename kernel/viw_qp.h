@@ -131,6 +131,8 @@ struct viw_qp {
 	struct viw_cep *connecting;
 	bool direct_started;		/* viw_direct_start() was called */
 	bool peer_closed;		/* its stream ended by a FIN, quietly */
+	/* The peer is a viw that agreed on Immediate Data (viw_direct.c). */
+	bool peer_imm;
 
 	/* transmit engine */
 	struct work_struct tx_work;

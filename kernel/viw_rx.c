@@ -56,6 +56,24 @@ static void viw_rx_release_rqe(struct viw_rx *rx)
 	rx->rqe_active = false;
 }
 
+/*
+ * A receive completed by Immediate Data: viw's SEND with immediate is a
+ * RECV with the data, the plain form that follows a WRITE with immediate
+ * reports that WRITE and its length.  The CQE holds the four bytes as
+ * they came (ibv_wc.imm_data is in network order).
+ */
+static void viw_rx_imm_info(struct viw_rx *rx, struct viw_cqe_info *info)
+{
+	info->flags |= VIW_CQE_IMM;
+	info->inv_stag = (__force u32)cpu_to_be32(rx->imm.data);
+	if (rx->imm.send)
+		return;
+	info->opcode = VIW_CQE_OP_RECV_RDMA_IMM;
+	info->byte_len = rx->write_len;
+	rx->write_len = 0;
+	rx->write_done = false;
+}
+
 /* The receive WQE in qp->eng->rx is complete (or failed) with @status. */
 static void viw_rx_complete_rqe(struct viw_qp *qp, u8 status)
 {
@@ -70,13 +88,17 @@ static void viw_rx_complete_rqe(struct viw_qp *qp, u8 status)
 	};
 
 	if (status == VIW_CQE_SUCCESS &&
-	    (op == VIW_RDMAP_SEND_SE || op == VIW_RDMAP_SEND_SE_INV))
+	    (op == VIW_RDMAP_SEND_SE || op == VIW_RDMAP_SEND_SE_INV ||
+	     op == VIW_RDMAP_IMM_SE))
 		info.flags |= VIW_CQE_SOLICITED;
 	if (status == VIW_CQE_SUCCESS &&
 	    (op == VIW_RDMAP_SEND_INV || op == VIW_RDMAP_SEND_SE_INV)) {
 		info.flags |= VIW_CQE_INV;
 		info.inv_stag = rx->ddp.inv_stag;
 	}
+	if (status == VIW_CQE_SUCCESS &&
+	    (op == VIW_RDMAP_IMM || op == VIW_RDMAP_IMM_SE))
+		viw_rx_imm_info(rx, &info);
 
 	if (rx->rqe_from_srq)
 		viw_cq_push(qp->rcq, &info);
@@ -439,6 +461,52 @@ static int viw_rx_atomic_resp(struct viw_qp *qp)
 	return 0;
 }
 
+static int viw_rx_opcode_error(struct viw_qp *qp)
+{
+	viw_rx_set_cause(qp, VIW_TERM_RDMAP, VIW_RDMAP_ET_REMOTE_OP,
+			 VIW_RDMAP_EC_OPCODE);
+	return -EPROTO;
+}
+
+/* An Immediate Data message from a peer that did not agree on it. */
+static bool viw_rx_imm_unwanted(struct viw_qp *qp)
+{
+	/* the RDMAP opcode: the low four bits of the second control byte */
+	u8 opcode = qp->eng->rx.hdr[VIW_MPA_LEN_SIZE + 1] & 0xf;
+
+	return (opcode == VIW_RDMAP_IMM || opcode == VIW_RDMAP_IMM_SE) &&
+	       !READ_ONCE(qp->peer_imm);
+}
+
+/*
+ * An Immediate Data message (RFC 7306), only from a viw peer that agreed
+ * on it (viw_rx_hdr() refuses it from any other, as an unexpected opcode,
+ * as before viw spoke it).  viw's SEND with immediate is placed like a SEND.  The plain
+ * form is one segment with nothing behind its header; like a SEND it
+ * needs the expected MSN and a receive WQE, and places nothing in it.
+ */
+static int viw_rx_start_imm(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->eng->rx;
+
+	if (viw_imm_decode(viw_rx_body(rx), &rx->imm, &rx->cause))
+		return -EPROTO;
+	if (!rx->imm.send) {
+		if (!rx->ddp.last)
+			return viw_rx_opcode_error(qp);
+		if (rx->ddp.mo)
+			return viw_rx_untagged_error(qp,
+						     VIW_DDP_EC_UT_INVALID_MO);
+		/* as for the other messages that are a header only */
+		if (rx->payload_len) {
+			viw_rx_set_cause(qp, VIW_TERM_LLP, 0,
+					 VIW_LLP_EC_FPDU_START);
+			return -EPROTO;
+		}
+	}
+	return viw_rx_start_send(qp);
+}
+
 /*
  * The first message of a passive peer-to-peer connection must be the
  * zero-length RTR that was agreed on.
@@ -508,6 +576,9 @@ static int viw_rx_start_segment(struct viw_qp *qp)
 		return viw_rx_read_req(qp);
 	case VIW_RDMAP_TERMINATE:
 		return 0;
+	case VIW_RDMAP_IMM:
+	case VIW_RDMAP_IMM_SE:
+		return viw_rx_start_imm(qp);
 	default:
 		if (qp->rtr_expected)
 			return 0;
@@ -540,6 +611,9 @@ static int viw_rx_hdr(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 						 VIW_RDMAP_EC_OPCODE);
 			return -EPROTO;
 		}
+		/* Refused at once, as before viw spoke it: see start_imm. */
+		if (viw_rx_imm_unwanted(qp))
+			return viw_rx_opcode_error(qp);
 		rx->hdr_need = VIW_MPA_LEN_SIZE + hlen;
 		return n;
 	}
@@ -699,6 +773,22 @@ static int viw_rx_end_send(struct viw_qp *qp)
 }
 
 /*
+ * A WRITE segment was placed.  The plain Immediate Data behind a WRITE
+ * with immediate reports that WRITE's length, as InfiniBand does: viw
+ * sends the two back to back, the WRITE even when it is empty, so the
+ * last whole WRITE before it is its own.
+ */
+static void viw_rx_end_write(struct viw_rx *rx)
+{
+	if (rx->write_done) {
+		rx->write_len = 0;
+		rx->write_done = false;
+	}
+	rx->write_len += rx->payload_len;
+	rx->write_done = rx->ddp.last;
+}
+
+/*
  * Everything of a segment arrived and checked: act on it.  Returns
  * -EPROTO, with the cause set, for an atomic to be refused.
  */
@@ -723,10 +813,15 @@ static int viw_rx_end_segment(struct viw_qp *qp)
 	case VIW_RDMAP_READ_RESP:
 		viw_rx_read_resp(qp);
 		break;
+	case VIW_RDMAP_WRITE:
+		viw_rx_end_write(rx);
+		break;
 	case VIW_RDMAP_SEND:
 	case VIW_RDMAP_SEND_SE:
 	case VIW_RDMAP_SEND_INV:
 	case VIW_RDMAP_SEND_SE_INV:
+	case VIW_RDMAP_IMM:
+	case VIW_RDMAP_IMM_SE:
 		rx->msg_len += rx->payload_len;
 		if (rx->ddp.last)
 			return viw_rx_end_send(qp);

@@ -272,6 +272,12 @@ static u8 viw_tx_check_atomic(struct viw_qp *qp, struct viw_tx_wqe *tx)
 	return VIW_CQE_SUCCESS;
 }
 
+/* A WQE whose message carries RFC 7306 Immediate Data. */
+static bool viw_op_has_imm(u8 opcode)
+{
+	return opcode == VIW_OP_SEND_IMM || opcode == VIW_OP_WRITE_IMM;
+}
+
 /* A WQE that changes local state and sends nothing. */
 static bool viw_tx_wqe_is_local(const struct viw_sqe *sqe)
 {
@@ -317,6 +323,9 @@ static u8 viw_tx_check_wqe(struct viw_qp *qp, struct viw_tx_wqe *tx)
 	int i;
 
 	if (sqe->opcode > VIW_OP_MAX)
+		return VIW_CQE_LOC_QP_OP_ERR;
+	/* Only a viw peer that agreed on it understands Immediate Data. */
+	if (viw_op_has_imm(sqe->opcode) && !READ_ONCE(qp->peer_imm))
 		return VIW_CQE_LOC_QP_OP_ERR;
 	if (viw_op_is_atomic(sqe->opcode))
 		return viw_tx_check_atomic(qp, tx);
@@ -427,7 +436,46 @@ static int viw_tx_payload(struct viw_qp *qp, u32 off, u32 *len)
 
 static bool viw_tx_wqe_is_send(const struct viw_sqe *sqe)
 {
-	return sqe->opcode == VIW_OP_SEND || sqe->opcode == VIW_OP_SEND_INV;
+	return sqe->opcode == VIW_OP_SEND || sqe->opcode == VIW_OP_SEND_INV ||
+	       sqe->opcode == VIW_OP_SEND_IMM;
+}
+
+static bool viw_tx_wqe_is_write(const struct viw_sqe *sqe)
+{
+	return sqe->opcode == VIW_OP_WRITE || sqe->opcode == VIW_OP_WRITE_IMM;
+}
+
+/* The immediate data of a WQE as a number, from its bytes in inv_stag. */
+static u32 viw_tx_imm_data(const struct viw_sqe *sqe)
+{
+	return be32_to_cpu((__force __be32)sqe->inv_stag);
+}
+
+/* Header bytes in front of each data segment's payload. */
+static u32 viw_tx_hdr_len(const struct viw_sqe *sqe)
+{
+	if (viw_tx_wqe_is_write(sqe))
+		return VIW_DDP_TAGGED_HDR_LEN;
+	if (sqe->opcode == VIW_OP_SEND_IMM)
+		return VIW_DDP_UNTAGGED_HDR_LEN + VIW_RDMAP_IMM_LEN;
+	return VIW_DDP_UNTAGGED_HDR_LEN;
+}
+
+/*
+ * Encode @h into tx_buf, with the Immediate Data header behind it for
+ * Immediate Data messages.  Returns the header length or a negative errno.
+ */
+static int viw_tx_encode_hdr(struct viw_qp *qp, const struct viw_ddp_hdr *h,
+			     const struct viw_imm *imm)
+{
+	u8 *p = qp->eng->tx_buf + VIW_MPA_LEN_SIZE;
+	int len = viw_ddp_encode(p, VIW_MAX_HDR_LEN, h);
+
+	if (len < 0 || (h->opcode != VIW_RDMAP_IMM &&
+			h->opcode != VIW_RDMAP_IMM_SE))
+		return len;
+	viw_imm_encode(p + len, imm);
+	return len + VIW_RDMAP_IMM_LEN;
 }
 
 static void viw_tx_build_hdr(struct viw_qp *qp, struct viw_ddp_hdr *h,
@@ -439,7 +487,7 @@ static void viw_tx_build_hdr(struct viw_qp *qp, struct viw_ddp_hdr *h,
 
 	memset(h, 0, sizeof(*h));
 	h->last = tx->sent + paylen == tx->len;
-	if (sqe->opcode == VIW_OP_WRITE) {
+	if (viw_tx_wqe_is_write(sqe)) {
 		h->opcode = VIW_RDMAP_WRITE;
 		h->tagged = true;
 		h->stag = sqe->rkey;
@@ -449,6 +497,8 @@ static void viw_tx_build_hdr(struct viw_qp *qp, struct viw_ddp_hdr *h,
 	if (sqe->opcode == VIW_OP_SEND_INV) {
 		h->opcode = se ? VIW_RDMAP_SEND_SE_INV : VIW_RDMAP_SEND_INV;
 		h->inv_stag = sqe->inv_stag;
+	} else if (sqe->opcode == VIW_OP_SEND_IMM) {
+		h->opcode = se ? VIW_RDMAP_IMM_SE : VIW_RDMAP_IMM;
 	} else {
 		h->opcode = se ? VIW_RDMAP_SEND_SE : VIW_RDMAP_SEND;
 	}
@@ -457,14 +507,40 @@ static void viw_tx_build_hdr(struct viw_qp *qp, struct viw_ddp_hdr *h,
 	h->mo = tx->sent;
 }
 
+/*
+ * The Immediate Data message that ends a WRITE with immediate, right
+ * behind the WRITE's last segment (RFC 7306): the peer's receive WQE
+ * completes with it, after the WRITE was placed.
+ */
+static int viw_tx_write_imm(struct viw_qp *qp)
+{
+	struct viw_sqe *sqe = &qp->eng->tx.sqe;
+	struct viw_ddp_hdr h = {
+		.opcode = sqe->flags & VIW_WQE_SOLICITED ? VIW_RDMAP_IMM_SE :
+							   VIW_RDMAP_IMM,
+		.last = true,
+		.qn = VIW_QN_SEND,
+		.msn = qp->eng->tx_msn_send,
+	};
+	struct viw_imm imm = { .data = viw_tx_imm_data(sqe) };
+	int hlen, rv;
+
+	hlen = viw_tx_encode_hdr(qp, &h, &imm);
+	if (hlen < 0)
+		return hlen;
+	rv = viw_tx_fpdu(qp, hlen, 0, 0, false);
+	if (!rv)
+		qp->eng->tx_msn_send++;
+	return rv;
+}
+
 /* Send the next FPDU of a SEND or WRITE; completes the WQE after its last. */
 static int viw_tx_data_fpdu(struct viw_qp *qp)
 {
 	struct viw_tx_wqe *tx = &qp->eng->tx;
-	bool tagged = tx->sqe.opcode == VIW_OP_WRITE;
-	u32 room = qp->mulpdu - (tagged ? VIW_DDP_TAGGED_HDR_LEN :
-				 VIW_DDP_UNTAGGED_HDR_LEN);
+	u32 room = qp->mulpdu - viw_tx_hdr_len(&tx->sqe);
 	u32 paylen = min(tx->len - tx->sent, room);
+	struct viw_imm imm = { .data = viw_tx_imm_data(&tx->sqe), .send = true };
 	struct viw_ddp_hdr h;
 	int n, hlen, rv;
 
@@ -472,8 +548,7 @@ static int viw_tx_data_fpdu(struct viw_qp *qp)
 	if (WARN_ON_ONCE(!paylen && tx->sent != tx->len))
 		return -EINVAL;
 	viw_tx_build_hdr(qp, &h, paylen);
-	hlen = viw_ddp_encode(qp->eng->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
-			      &h);
+	hlen = viw_tx_encode_hdr(qp, &h, &imm);
 	if (hlen < 0)
 		return hlen;
 	rv = viw_tx_fpdu(qp, hlen, n, paylen, !h.last);
@@ -483,6 +558,11 @@ static int viw_tx_data_fpdu(struct viw_qp *qp)
 	if (!h.last)
 		return 0;
 
+	if (tx->sqe.opcode == VIW_OP_WRITE_IMM) {
+		rv = viw_tx_write_imm(qp);
+		if (rv)
+			return rv;
+	}
 	if (viw_tx_wqe_is_send(&tx->sqe))
 		qp->eng->tx_msn_send++;
 	viw_tx_release_mrs(tx);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * viw wire codec: MPA connection setup frames (RFC 5044, RFC 6581), FPDU
- * framing helpers, DDP/RDMAP segment headers (RFC 5041, RFC 5040) and the
- * TERMINATE message.
+ * framing helpers, DDP/RDMAP segment headers (RFC 5041, RFC 5040, RFC
+ * 7306) and the TERMINATE message.
  *
  * The codec only converts between bytes and structs and applies the rules
  * that follow from the bytes alone; state (MSNs, STags, IRD/ORD limits,
@@ -420,6 +420,14 @@ static const struct viw_op_info viw_ops[VIW_RDMAP_OPCODE_MAX + 1] = {
 	[VIW_RDMAP_TERMINATE] = { .defined = true, .single = true,
 				  .qn = VIW_QN_TERMINATE,
 				  .body = VIW_RDMAP_TERM_CTRL_LEN },
+	/*
+	 * viw's SEND with immediate spans segments; RFC 7306's own form is
+	 * a single segment, checked with the flags of its body.
+	 */
+	[VIW_RDMAP_IMM] = { .defined = true, .qn = VIW_QN_SEND,
+			    .body = VIW_RDMAP_IMM_LEN },
+	[VIW_RDMAP_IMM_SE] = { .defined = true, .qn = VIW_QN_SEND,
+			       .body = VIW_RDMAP_IMM_LEN },
 	[VIW_RDMAP_ATOMIC_REQ] = { .defined = true, .single = true,
 				   .qn = VIW_QN_READ_REQ,
 				   .body = VIW_RDMAP_ATOMIC_REQ_LEN },
@@ -676,6 +684,25 @@ void viw_atomic_resp_decode(const u8 *buf, struct viw_atomic_resp *resp)
 {
 	resp->req_id = viw_get_be32(buf);
 	resp->orig = viw_get_be64(buf + 4);
+}
+
+void viw_imm_encode(u8 *buf, const struct viw_imm *imm)
+{
+	viw_put_be32(buf, imm->data);
+	viw_put_be32(buf + 4, imm->send ? VIW_IMM_F_SEND : 0);
+}
+
+/* Unknown flags, like an unknown Atomic Operation Code: unexpected opcode. */
+int viw_imm_decode(const u8 *buf, struct viw_imm *imm,
+		   struct viw_term_cause *cause)
+{
+	u32 flags = viw_get_be32(buf + 4);
+
+	imm->data = viw_get_be32(buf);
+	imm->send = flags & VIW_IMM_F_SEND;
+	if (flags & ~VIW_IMM_F_SEND)
+		return viw_opcode_err(cause);
+	return 0;
 }
 
 /*

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * viw wire format: MPA (RFC 5044, RFC 6581), DDP (RFC 5041) and RDMAP
- * (RFC 5040, and the atomic operations of RFC 7306) headers.
+ * (RFC 5040, and the atomic operations and Immediate Data of RFC 7306)
+ * headers.
  *
  * Plain C with no kernel dependency: the same viw_wire.c is built into the
  * module and into the user-space unit tests and fuzzers.  All multi-byte
@@ -175,7 +176,9 @@ enum viw_rdmap_opcode {
 	VIW_RDMAP_SEND_SE = 0x5,
 	VIW_RDMAP_SEND_SE_INV = 0x6,
 	VIW_RDMAP_TERMINATE = 0x7,
-	/* RFC 7306; its Immediate Data opcodes 0x8, 0x9 are not supported */
+	/* RFC 7306 */
+	VIW_RDMAP_IMM = 0x8,		/* Immediate Data */
+	VIW_RDMAP_IMM_SE = 0x9,		/* Immediate Data with Solicited Event */
 	VIW_RDMAP_ATOMIC_REQ = 0xa,
 	VIW_RDMAP_ATOMIC_RESP = 0xb,
 	VIW_RDMAP_OPCODE_MAX = VIW_RDMAP_ATOMIC_RESP,
@@ -185,7 +188,8 @@ enum viw_rdmap_opcode {
  * Untagged queues.  An Atomic Request travels on the Read Request queue
  * and shares its MSN sequence (and the IRD/ORD credits): the responder
  * answers READs and atomics in the order they arrived.  Atomic Responses
- * have a queue of their own.
+ * have a queue of their own.  Immediate Data travels on the Send queue,
+ * shares the SEND MSN sequence and consumes a receive WQE like a SEND.
  */
 enum viw_ddp_qn {
 	VIW_QN_SEND = 0,
@@ -200,6 +204,7 @@ enum viw_ddp_qn {
 #define VIW_RDMAP_TERM_CTRL_LEN		4
 #define VIW_RDMAP_ATOMIC_REQ_LEN	52	/* body of an Atomic Request */
 #define VIW_RDMAP_ATOMIC_RESP_LEN	12	/* body of an Atomic Response */
+#define VIW_RDMAP_IMM_LEN		8	/* Immediate Data header */
 /* Largest header viw sends or must parse before the payload. */
 #define VIW_MAX_HDR_LEN	(VIW_DDP_UNTAGGED_HDR_LEN + VIW_RDMAP_ATOMIC_REQ_LEN)
 
@@ -257,6 +262,24 @@ struct viw_atomic_req {
 struct viw_atomic_resp {
 	u32 req_id;
 	u64 orig;		/* the target's value before the operation */
+};
+
+/*
+ * The 8-byte Immediate Data header of an Immediate Data message, as viw
+ * fills it (RFC 7306 leaves its contents to the consumer): the first four
+ * bytes are the verbs' 32-bit immediate data, then a word of viw flags.
+ * Without VIW_IMM_F_SEND the message is RFC 7306's own: it follows an
+ * RDMA Write (the verbs' WRITE with immediate), is one segment and carries
+ * nothing after the header.  With it, it is viw's SEND with immediate:
+ * the Send's payload follows the header in every segment, placed at MO
+ * like a SEND's.  The other flag bits are reserved: sent as zero, refused
+ * on receipt.  Only viw peers that agreed on it get either form.
+ */
+#define VIW_IMM_F_SEND		0x1U
+
+struct viw_imm {
+	u32 data;		/* the immediate data, in wire byte order */
+	bool send;		/* VIW_IMM_F_SEND */
 };
 
 /* Why a header is not acceptable, as a TERMINATE would report it. */
@@ -325,7 +348,8 @@ enum viw_llp_ecode {
 /*
  * Header length that follows the MPA length field for a segment whose
  * first two bytes (DDP and RDMAP control) are @ctrl, including the Read
- * Request body and the TERMINATE control word; 0 if @ctrl is invalid.
+ * Request, atomic and Immediate Data bodies and the TERMINATE control
+ * word; 0 if @ctrl is invalid.
  */
 u32 viw_ddp_hdr_len(const u8 ctrl[2]);
 
@@ -360,6 +384,15 @@ int viw_atomic_req_decode(const u8 *buf, struct viw_atomic_req *ar,
 			  struct viw_term_cause *cause);
 void viw_atomic_resp_encode(u8 *buf, const struct viw_atomic_resp *resp);
 void viw_atomic_resp_decode(const u8 *buf, struct viw_atomic_resp *resp);
+
+void viw_imm_encode(u8 *buf, const struct viw_imm *imm);
+/*
+ * Decode an Immediate Data header.  Returns 0, or -EPROTO with @cause set
+ * (RDMAP remote operation error, unexpected opcode) if reserved flag bits
+ * are set: a form of the message viw does not know.
+ */
+int viw_imm_decode(const u8 *buf, struct viw_imm *imm,
+		   struct viw_term_cause *cause);
 
 /*
  * The value the target holds after @ar was applied to @orig.  FetchAdd

@@ -100,6 +100,7 @@ static u8 viw_sqe_cqe_opcode(const struct viw_sqe *sqe)
 {
 	switch (sqe->opcode) {
 	case VIW_OP_WRITE:
+	case VIW_OP_WRITE_IMM:
 		return VIW_CQE_OP_WRITE;
 	case VIW_OP_READ:
 		return VIW_CQE_OP_READ;

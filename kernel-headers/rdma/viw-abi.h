@@ -25,7 +25,7 @@
 #include <rdma/ib_user_ioctl_cmds.h>
 
 /* Reported as the uverbs ABI version and in the alloc_ucontext response. */
-#define VIW_ABI_VERSION 2
+#define VIW_ABI_VERSION 3
 
 /* Value of the ibdev sysfs attribute "hca_type" that identifies viw. */
 #define VIW_HCA_TYPE "viw"
@@ -101,7 +101,9 @@ enum viw_sq_opcode {
 	VIW_OP_ATOMIC_FETCH_ADD = 5,
 	VIW_OP_BIND_MW = 6,	/* bind: the window's new STag in rkey */
 	VIW_OP_LOCAL_INV = 7,	/* invalidate the window named by inv_stag */
-	VIW_OP_MAX = VIW_OP_LOCAL_INV,
+	VIW_OP_SEND_IMM = 8,	/* SEND with the immediate data in inv_stag */
+	VIW_OP_WRITE_IMM = 9,	/* WRITE, then the immediate data in inv_stag */
+	VIW_OP_MAX = VIW_OP_WRITE_IMM,
 };
 
 /*
@@ -147,8 +149,13 @@ struct viw_sqe {
 	__u16 flags;		/* enum viw_wqe_flags */
 	__u8 opcode;		/* enum viw_sq_opcode */
 	__u8 num_sge;
-	__u32 inv_stag;		/* SEND_INV, LOCAL_INV: STag to invalidate */
-	__aligned_u64 raddr;	/* WRITE, READ, atomics: remote address */
+	/*
+	 * SEND_INV, LOCAL_INV: the STag to invalidate.  SEND_IMM,
+	 * WRITE_IMM: the immediate data, the four bytes of
+	 * ibv_send_wr.imm_data as they are (network order).
+	 */
+	__u32 inv_stag;
+	__aligned_u64 raddr;	/* WRITE(_IMM), READ, atomics: remote address */
 	__u32 rkey;		/* remote STag; BIND_MW: the new one */
 	__u32 inline_len;
 	/* or a struct viw_sqe_atomic, or a struct viw_bind_mw */
@@ -170,6 +177,7 @@ enum viw_cqe_flags {
 	VIW_CQE_VALID = 1 << 0,
 	VIW_CQE_INV = 1 << 1,		/* inv_stag holds an invalidated STag */
 	VIW_CQE_SOLICITED = 1 << 2,
+	VIW_CQE_IMM = 1 << 3,		/* inv_stag holds the immediate data */
 };
 
 enum viw_cqe_opcode {
@@ -181,6 +189,7 @@ enum viw_cqe_opcode {
 	VIW_CQE_OP_FETCH_ADD = 5,
 	VIW_CQE_OP_BIND_MW = 6,
 	VIW_CQE_OP_LOCAL_INV = 7,
+	VIW_CQE_OP_RECV_RDMA_IMM = 8,	/* the peer's WRITE with immediate */
 };
 
 enum viw_cqe_status {
@@ -207,6 +216,10 @@ struct viw_cqe {
 	__u16 rsvd0;
 	__u32 byte_len;
 	__u32 qp_id;
+	/*
+	 * With VIW_CQE_INV the invalidated STag; with VIW_CQE_IMM the
+	 * immediate data, its four bytes in network order (ibv_wc.imm_data).
+	 */
 	__u32 inv_stag;
 	__u32 vendor_err;	/* TERMINATE layer/type/code, or 0 */
 };

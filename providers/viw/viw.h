@@ -196,7 +196,9 @@ bool viw_cq_pop(struct viw_cq *cq, struct ibv_wc *wc);
 	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV | \
 	 IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ | \
 	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
-	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | \
+	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+	 IBV_QP_EX_WITH_BIND_MW)
 #define VIW_CQ_EX_WC_FLAGS IBV_WC_STANDARD_FLAGS
 void viw_qp_ex_init(struct viw_qp *qp, uint64_t send_ops_flags);
 void viw_cq_ex_init(struct viw_cq *cq);

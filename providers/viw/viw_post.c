@@ -58,6 +58,12 @@ static int viw_sq_opcode(enum ibv_wr_opcode opcode, uint8_t *op)
 	case IBV_WR_LOCAL_INV:
 		*op = VIW_OP_LOCAL_INV;
 		return 0;
+	case IBV_WR_SEND_WITH_IMM:
+		*op = VIW_OP_SEND_IMM;
+		return 0;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		*op = VIW_OP_WRITE_IMM;
+		return 0;
 	default:
 		return EINVAL;
 	}
@@ -245,6 +251,23 @@ static void viw_sqe_copy_bind(struct viw_sqe *sqe,
 	sqe->inline_len = 0;
 }
 
+/*
+ * inv_stag carries the STag to invalidate, or the immediate data's four
+ * bytes as the consumer gave them (network order, as the kernel sends
+ * them).
+ */
+static uint32_t viw_sqe_inv_stag(const struct ibv_send_wr *wr, uint8_t op)
+{
+	uint32_t imm;
+
+	if (op == VIW_OP_SEND_INV || op == VIW_OP_LOCAL_INV)
+		return wr->invalidate_rkey;
+	if (op != VIW_OP_SEND_IMM && op != VIW_OP_WRITE_IMM)
+		return 0;
+	memcpy(&imm, &wr->imm_data, sizeof(imm));
+	return imm;
+}
+
 /* Fill a slot the provider owns; its VALID bit stays clear. */
 static void viw_sqe_write(struct viw_sqe *sqe, const struct ibv_send_wr *wr,
 			  uint8_t op, uint16_t flags)
@@ -252,8 +275,7 @@ static void viw_sqe_write(struct viw_sqe *sqe, const struct ibv_send_wr *wr,
 	viw_rp_wqe_stage(&sqe->flags, flags);
 	sqe->wr_id = wr->wr_id;
 	sqe->opcode = op;
-	sqe->inv_stag = op == VIW_OP_SEND_INV || op == VIW_OP_LOCAL_INV ?
-			wr->invalidate_rkey : 0;
+	sqe->inv_stag = viw_sqe_inv_stag(wr, op);
 	sqe->raddr = 0;
 	if (op == VIW_OP_BIND_MW) {
 		viw_sqe_copy_bind(sqe, wr);
@@ -265,7 +287,7 @@ static void viw_sqe_write(struct viw_sqe *sqe, const struct ibv_send_wr *wr,
 		sqe->inline_len = 0;
 		return;
 	}
-	if (op == VIW_OP_WRITE || op == VIW_OP_READ) {
+	if (op == VIW_OP_WRITE || op == VIW_OP_WRITE_IMM || op == VIW_OP_READ) {
 		sqe->raddr = wr->wr.rdma.remote_addr;
 		sqe->rkey = wr->wr.rdma.rkey;
 	} else if (viw_op_is_atomic(op)) {
@@ -554,6 +576,9 @@ static bool viw_map_opcode(uint8_t op, enum ibv_wc_opcode *opcode)
 	case VIW_CQE_OP_LOCAL_INV:
 		*opcode = IBV_WC_LOCAL_INV;
 		return true;
+	case VIW_CQE_OP_RECV_RDMA_IMM:
+		*opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+		return true;
 	default:
 		*opcode = IBV_WC_SEND;
 		return false;
@@ -574,6 +599,10 @@ static void viw_cqe_to_wc(const struct viw_cqe *cqe, uint32_t flags,
 	if (flags & VIW_CQE_INV) {
 		wc->wc_flags |= IBV_WC_WITH_INV;
 		wc->invalidated_rkey = cqe->inv_stag;
+	} else if (flags & VIW_CQE_IMM) {
+		/* the bytes as they came: imm_data is in network order */
+		wc->wc_flags |= IBV_WC_WITH_IMM;
+		memcpy(&wc->imm_data, &cqe->inv_stag, sizeof(wc->imm_data));
 	}
 }
 

@@ -58,6 +58,15 @@ static void viw_wr_send(struct ibv_qp_ex *qpx)
 	viw_wr_begin(qpx, IBV_WR_SEND, IBV_QP_EX_WITH_SEND);
 }
 
+static void viw_wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm_data)
+{
+	struct ibv_send_wr *wr;
+
+	wr = viw_wr_begin(qpx, IBV_WR_SEND_WITH_IMM,
+			  IBV_QP_EX_WITH_SEND_WITH_IMM);
+	wr->imm_data = imm_data;
+}
+
 static void viw_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 {
 	struct ibv_send_wr *wr;
@@ -82,6 +91,16 @@ static void viw_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey,
 {
 	viw_wr_begin_rdma(qpx, IBV_WR_RDMA_WRITE, IBV_QP_EX_WITH_RDMA_WRITE,
 			  rkey, remote_addr);
+}
+
+static void viw_wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey,
+				  uint64_t remote_addr, __be32 imm_data)
+{
+	struct ibv_send_wr *wr = &qp_ex_to_viw_qp(qpx)->batch.wr;
+
+	viw_wr_begin_rdma(qpx, IBV_WR_RDMA_WRITE_WITH_IMM,
+			  IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, rkey, remote_addr);
+	wr->imm_data = imm_data;
 }
 
 static void viw_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey,
@@ -116,6 +135,23 @@ static void viw_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
 	wr->wr.atomic.rkey = rkey;
 	wr->wr.atomic.remote_addr = remote_addr;
 	wr->wr.atomic.compare_add = add;
+}
+
+/*
+ * A bind takes no data call: it is written at the next opcode or at
+ * wr_complete.  As with IBV_WR_BIND_MW in ibv_post_send(), the window
+ * takes @rkey only once the bind executed; the consumer keeps track of
+ * it.
+ */
+static void viw_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
+			   uint32_t rkey, const struct ibv_mw_bind_info *info)
+{
+	struct ibv_send_wr *wr;
+
+	wr = viw_wr_begin(qpx, IBV_WR_BIND_MW, IBV_QP_EX_WITH_BIND_MW);
+	wr->bind_mw.mw = mw;
+	wr->bind_mw.rkey = rkey;
+	wr->bind_mw.bind_info = *info;
 }
 
 /* Give the staged WR its data and write it into the SQ. */
@@ -231,11 +267,14 @@ void viw_qp_ex_init(struct viw_qp *qp, uint64_t send_ops_flags)
 	qp->batch.ops = send_ops_flags;
 	qp->vqp.comp_mask |= VERBS_QP_EX;
 	qpx->wr_send = viw_wr_send;
+	qpx->wr_send_imm = viw_wr_send_imm;
 	qpx->wr_send_inv = viw_wr_send_inv;
 	qpx->wr_rdma_write = viw_wr_rdma_write;
+	qpx->wr_rdma_write_imm = viw_wr_rdma_write_imm;
 	qpx->wr_rdma_read = viw_wr_rdma_read;
 	qpx->wr_atomic_cmp_swp = viw_wr_atomic_cmp_swp;
 	qpx->wr_atomic_fetch_add = viw_wr_atomic_fetch_add;
+	qpx->wr_bind_mw = viw_wr_bind_mw;
 	qpx->wr_set_sge = viw_wr_set_sge;
 	qpx->wr_set_sge_list = viw_wr_set_sge_list;
 	qpx->wr_set_inline_data = viw_wr_set_inline_data;
@@ -301,8 +340,8 @@ static uint32_t viw_cq_ex_read_byte_len(struct ibv_cq_ex *cqx)
 }
 
 /*
- * viw has no immediate data; like struct ibv_wc, the field holds the
- * invalidated STag when read_wc_flags has IBV_WC_WITH_INV
+ * The immediate data with IBV_WC_WITH_IMM; like struct ibv_wc, the field
+ * holds the invalidated STag when read_wc_flags has IBV_WC_WITH_INV
  * (ibv_wc_read_invalidated_rkey() reads it through this function).
  */
 static __be32 viw_cq_ex_read_imm_data(struct ibv_cq_ex *cqx)

@@ -35,10 +35,8 @@
  *
  * Output: "PASS name" / "FAIL name: why" lines, "N passed, N failed".
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,20 +125,6 @@ static int post_send(struct res *r, uint64_t id)
 	return ibv_post_send(r->ep.qp, &wr, &bad);
 }
 
-static int parse_gid(const char *s, union ibv_gid *gid)
-{
-	struct in_addr a4;
-
-	memset(gid, 0, sizeof(*gid));
-	if (inet_pton(AF_INET, s, &a4) == 1) {
-		gid->raw[10] = 0xff;
-		gid->raw[11] = 0xff;
-		memcpy(&gid->raw[12], &a4, 4);
-		return 0;
-	}
-	return inet_pton(AF_INET6, s, gid->raw) == 1 ? 0 : -1;
-}
-
 /* The peer's QP number: given, or published by the peer in a file. */
 static long peer_qpn(const struct opts *o)
 {
@@ -165,85 +149,32 @@ static long peer_qpn(const struct opts *o)
 
 static void publish_qpn(const struct opts *o, uint32_t qpn)
 {
-	char tmp[4096];
-	FILE *f;
-
-	if (!o->qpn_file)
-		return;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", o->qpn_file);
-	f = fopen(tmp, "w");
-	if (!f)
-		return;
-	fprintf(f, "%u\n", qpn);
-	fclose(f);
-	rename(tmp, o->qpn_file);
+	vt_publish_qpn(o->qpn_file, qpn);
 }
 
 static int to_rtr(const struct opts *o, struct res *r, uint32_t dqpn)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
-	};
+	union ibv_gid dgid;
 	int rv;
 
-	rv = ibv_modify_qp(r->ep.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	rv = vt_qp_to_init(r->ep.qp, IBV_ACCESS_REMOTE_WRITE);
 	if (rv)
 		return rv;
 	if (post_recv(r, 1))
 		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = 0x1234;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.grh.sgid_index = o->gid_index;
-	if (parse_gid(o->dgid, &a.ah_attr.grh.dgid))
+	if (vt_parse_gid(o->dgid, &dgid))
 		return EINVAL;
-	return ibv_modify_qp(r->ep.qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			     IBV_QP_MIN_RNR_TIMER);
+	return vt_qp_to_rtr(r->ep.qp, o->gid_index, &dgid, dqpn);
 }
 
 static int to_rts(const struct opts *o, struct res *r)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTS,
-		.timeout = o->timeout,
-		.retry_cnt = o->retry,
-		.rnr_retry = 7,
-		.sq_psn = 0x4321,
-		.max_rd_atomic = 1,
-	};
-
-	return ibv_modify_qp(r->ep.qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	return vt_qp_to_rts(r->ep.qp, o->timeout, o->retry);
 }
 
-/* Wait for the QP's first async event; -1 if none within @ms. */
 static int wait_async(struct res *r, int ms)
 {
-	struct pollfd p = { .fd = r->ctx->async_fd, .events = POLLIN };
-	struct ibv_async_event ev;
-	int type;
-
-	vt_set_nonblock(r->ctx->async_fd);
-	if (poll(&p, 1, ms) != 1 || ibv_get_async_event(r->ctx, &ev))
-		return -1;
-	type = ev.event_type;
-	if (ev.element.qp != r->ep.qp)
-		type = -2;
-	ibv_ack_async_event(&ev);
-	return type;
+	return vt_qp_async_event(r->ctx, r->ep.qp, ms);
 }
 
 /* The IB attributes come back from query_qp as modify_qp set them. */
@@ -254,7 +185,7 @@ static void check_attrs(const struct opts *o, struct res *r, uint32_t dqpn)
 	union ibv_gid dgid;
 	int rv;
 
-	parse_gid(o->dgid, &dgid);
+	vt_parse_gid(o->dgid, &dgid);
 	rv = ibv_query_qp(r->ep.qp, &a, IBV_QP_STATE | IBV_QP_AV |
 			  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			  IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |

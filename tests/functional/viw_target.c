@@ -18,6 +18,7 @@
  * Exit 0 unless a verb failed unexpectedly (1), or bad options (2).
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
@@ -44,6 +45,7 @@ struct tg_opts {
 	size_t recv_size;
 	size_t send_len, write_len, read_len;
 	bool do_send, do_write, do_read;
+	bool imm;			/* SEND and WRITE with immediate data */
 	uint32_t rstag;
 	uint64_t rto;
 	double dereg_after;		/* < 0: never */
@@ -305,6 +307,7 @@ static void tg_post_op(struct tg *t, uint64_t wr_id, enum ibv_wr_opcode op,
 
 	wr.wr.rdma.rkey = t->o.rstag;
 	wr.wr.rdma.remote_addr = t->o.rto;
+	wr.imm_data = htonl(0x1234);
 	rv = ibv_post_send(t->id->qp, &wr, &bad);
 	printf("POST %s len %zu rc %d\n", tg_wr_name(wr_id), len, rv);
 	if (rv)
@@ -315,9 +318,11 @@ static void tg_do_ops(struct tg *t)
 {
 	t->ops_done = true;
 	if (t->o.do_send)
-		tg_post_op(t, TG_WR_SEND, IBV_WR_SEND, t->o.send_len);
+		tg_post_op(t, TG_WR_SEND, t->o.imm ? IBV_WR_SEND_WITH_IMM :
+			   IBV_WR_SEND, t->o.send_len);
 	if (t->o.do_write)
-		tg_post_op(t, TG_WR_WRITE, IBV_WR_RDMA_WRITE, t->o.write_len);
+		tg_post_op(t, TG_WR_WRITE, t->o.imm ? IBV_WR_RDMA_WRITE_WITH_IMM :
+			   IBV_WR_RDMA_WRITE, t->o.write_len);
 	if (t->o.do_read)
 		tg_post_op(t, TG_WR_READ, IBV_WR_RDMA_READ, t->o.read_len);
 }
@@ -675,6 +680,7 @@ static void tg_usage(void)
 	      "  --send LEN | --write LEN | --read LEN\n"
 	      "                     post one such op once ESTABLISHED (WRITE/READ\n"
 	      "                     go to --rstag (0x1234) / --rto (0))\n"
+	      "  --imm              the SEND and WRITE carry immediate data\n"
 	      "  --dereg-after S    ibv_dereg_mr S s after ESTABLISHED\n"
 	      "  --disconnect-after S  rdma_disconnect S s after ESTABLISHED\n"
 	      "  --run S            total time (default 10), then tear down\n"
@@ -706,7 +712,7 @@ enum {
 	TG_O_READ, TG_O_RSTAG, TG_O_RTO, TG_O_DEREG, TG_O_DISC, TG_O_RUN,
 	TG_O_INFO, TG_O_UNTIL, TG_O_REJECT, TG_O_IRD, TG_O_ORD, TG_O_PDATA,
 	TG_O_QPERR, TG_O_QPRESET, TG_O_BACKLOG, TG_O_NOACCEPT,
-	TG_O_MR_ACCESS, TG_O_SHOW_RECV,
+	TG_O_MR_ACCESS, TG_O_SHOW_RECV, TG_O_IMM,
 };
 
 static const struct option tg_lopts[] = {
@@ -715,6 +721,7 @@ static const struct option tg_lopts[] = {
 	{ "recv-size", required_argument, NULL, TG_O_RECV_SIZE },
 	{ "send", required_argument, NULL, TG_O_SEND },
 	{ "write", required_argument, NULL, TG_O_WRITE },
+	{ "imm", no_argument, NULL, TG_O_IMM },
 	{ "read", required_argument, NULL, TG_O_READ },
 	{ "rstag", required_argument, NULL, TG_O_RSTAG },
 	{ "rto", required_argument, NULL, TG_O_RTO },
@@ -803,6 +810,9 @@ static void tg_opt(struct tg_opts *o, int opt, const char *v)
 	case TG_O_READ:
 		o->read_len = tg_num(v);
 		o->do_read = true;
+		break;
+	case TG_O_IMM:
+		o->imm = true;
 		break;
 	case TG_O_RSTAG:
 		o->rstag = (uint32_t)tg_num(v);

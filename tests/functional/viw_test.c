@@ -3,6 +3,7 @@
  * viw_test: the scaffolding the functional tests share; see viw_test.h.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <endian.h>
 #include <fcntl.h>
@@ -349,6 +350,116 @@ int vt_post_ops(struct ibv_qp *qp, uint8_t *buf, uint32_t lkey,
 		vt_op_remote(&wr[i], &ops[i]);
 	}
 	return ibv_post_send(qp, wr, &bad);
+}
+
+/* ---- connections made by modify_qp -------------------------------------- */
+
+/* An IPv4 address as its IPv4-mapped GID, or an IPv6 address. */
+int vt_parse_gid(const char *s, union ibv_gid *gid)
+{
+	struct in_addr a4;
+
+	memset(gid, 0, sizeof(*gid));
+	if (inet_pton(AF_INET, s, &a4) == 1) {
+		gid->raw[10] = 0xff;
+		gid->raw[11] = 0xff;
+		memcpy(&gid->raw[12], &a4, 4);
+		return 0;
+	}
+	return inet_pton(AF_INET6, s, gid->raw) == 1 ? 0 : -1;
+}
+
+int vt_qp_to_init(struct ibv_qp *qp, int access)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = access,
+	};
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+/* INIT->RTR as ibv_rc_pingpong does it: this starts the connection. */
+int vt_qp_to_rtr(struct ibv_qp *qp, int sgid_index,
+		 const union ibv_gid *dgid, uint32_t dqpn)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = IBV_MTU_1024,
+		.dest_qp_num = dqpn,
+		.rq_psn = 0x1234,
+		.max_dest_rd_atomic = 1,
+		.min_rnr_timer = 12,
+		.ah_attr = {
+			.is_global = 1,
+			.port_num = 1,
+			.grh = { .dgid = *dgid, .hop_limit = 1,
+				 .sgid_index = sgid_index },
+		},
+	};
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			     IBV_QP_MIN_RNR_TIMER);
+}
+
+int vt_qp_to_rts(struct ibv_qp *qp, int timeout, int retry)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTS,
+		.timeout = timeout,
+		.retry_cnt = retry,
+		.rnr_retry = 7,
+		.sq_psn = 0x4321,
+		.max_rd_atomic = 1,
+	};
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/*
+ * The next async event of @ctx, waiting at most @ms: its type, -1 if none
+ * came, -2 if it is not about @qp.
+ */
+int vt_qp_async_event(struct ibv_context *ctx, struct ibv_qp *qp, int ms)
+{
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	int type;
+
+	vt_set_nonblock(ctx->async_fd);
+	if (poll(&p, 1, ms) != 1 || ibv_get_async_event(ctx, &ev))
+		return -1;
+	type = ev.event_type;
+	if (ev.element.qp != qp)
+		type = -2;
+	ibv_ack_async_event(&ev);
+	return type;
+}
+
+/*
+ * Write @qpn to @path (if not NULL) for the peer's process or the shell:
+ * through a rename, so that a reader never sees half a number.
+ */
+void vt_publish_qpn(const char *path, uint32_t qpn)
+{
+	char tmp[4096];
+	FILE *f;
+
+	if (!path)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f)
+		return;
+	fprintf(f, "%u\n", qpn);
+	fclose(f);
+	rename(tmp, path);
 }
 
 /* ---- buffers ------------------------------------------------------------- */

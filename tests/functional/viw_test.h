@@ -106,6 +106,16 @@ int vt_wait_cq_event(struct ibv_comp_channel *cc, struct ibv_cq *cq,
 int vt_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sge,
 		 int n);
 
+/* ---- connections made by modify_qp (docs/semantics.md §8) ---------------- */
+
+int vt_parse_gid(const char *s, union ibv_gid *gid);
+int vt_qp_to_init(struct ibv_qp *qp, int access);
+int vt_qp_to_rtr(struct ibv_qp *qp, int sgid_index,
+		 const union ibv_gid *dgid, uint32_t dqpn);
+int vt_qp_to_rts(struct ibv_qp *qp, int timeout, int retry);
+int vt_qp_async_event(struct ibv_context *ctx, struct ibv_qp *qp, int ms);
+void vt_publish_qpn(const char *path, uint32_t qpn);
+
 /* ---- buffers ------------------------------------------------------------- */
 
 void *vt_alloc_filled(size_t len, uint8_t fill);

@@ -22,12 +22,21 @@ CQs.  What rdma-core's own suite does not cover:
             SGEs (wr_complete fails with EINVAL), deliver nothing: the next
             SEND is the receiver's first completion.
   read      wr_rdma_read of 128 bytes.
+  imm       wr_send_imm and wr_rdma_write_imm (RFC 7306 Immediate Data,
+            docs/semantics.md §12): IBV_WC_RECV and IBV_WC_RECV_RDMA_WITH_IMM
+            with IBV_WC_WITH_IMM, read_imm_data, the payload placed, the
+            WRITE's receive buffer left alone.
+  bind      wr_bind_mw of a type 2 window with REMOTE_WRITE: a WRITE through
+            its new rkey is placed; through another bound without remote
+            rights, a WRITE is refused (not placed, both QPs end in ERROR);
+            last, as it ends the connection.
   refused   send_ops_flags, wc_flags and CQ flags viw cannot honour fail
             with EOPNOTSUPP.
 
 Prints PASS/FAIL lines and "N passed, N failed"; exit status 1 on failure.
 """
 import errno
+import socket
 import sys
 import time
 
@@ -35,6 +44,7 @@ import pyverbs.enums as e
 from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.cq import CQEX, CqInitAttrEx, PollCqAttr
 from pyverbs.device import Context
+from pyverbs.base import inc_rkey
 from pyverbs.mr import MR, MW, MWBindInfo
 from pyverbs.pd import PD, ParentDomain, ParentDomainInitAttr
 from pyverbs.pyverbs_error import PyverbsRDMAError
@@ -44,7 +54,9 @@ from pyverbs.wr import SGE, RecvWR, SendWR
 PORT = 1
 MR_SIZE = 4096
 SEND_OPS = (e.IBV_QP_EX_WITH_SEND | e.IBV_QP_EX_WITH_SEND_WITH_INV |
-            e.IBV_QP_EX_WITH_RDMA_WRITE | e.IBV_QP_EX_WITH_RDMA_READ)
+            e.IBV_QP_EX_WITH_RDMA_WRITE | e.IBV_QP_EX_WITH_RDMA_READ |
+            e.IBV_QP_EX_WITH_SEND_WITH_IMM |
+            e.IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | e.IBV_QP_EX_WITH_BIND_MW)
 ACCESS = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE |
           e.IBV_ACCESS_REMOTE_READ | e.IBV_ACCESS_MW_BIND)
 TIMEOUT = 5.0
@@ -257,6 +269,93 @@ def test_read(c, s):
           c.mr.read(128, 1024) == pattern, 'read: wr_rdma_read', repr(got))
 
 
+def test_imm(c, s):
+    # As rdma-core's own tests do: the value in, ntohl() of read_imm_data.
+    c.mr.write(bytes(range(100)), 100, 0)
+    s.mr.write(b'\xee' * MR_SIZE, MR_SIZE)
+    s.post_recv(300, 0)
+    s.post_recv(301, 512)
+    qp = c.qp
+    qp.wr_start()
+    signaled(qp, 30)
+    qp.wr_send_imm(0x01020304)
+    qp.wr_set_sge(c.sge(0, 40))
+    signaled(qp, 31)
+    qp.wr_rdma_write_imm(s.mr.rkey, s.mr.buf + 2048, 0xa0b0c0d0)
+    qp.wr_set_sge(c.sge(40, 60))
+    qp.wr_complete()
+    got_c = poll(c.cq, 2)
+    check([(w['wr_id'], w['opcode'], w['status']) for w in got_c] ==
+          [(30, e.IBV_WC_SEND, 0), (31, e.IBV_WC_RDMA_WRITE, 0)],
+          'imm: sender completions', repr(got_c))
+    got = poll(s.cq, 2)
+    want = [(300, e.IBV_WC_RECV, 40, 0x01020304),
+            (301, e.IBV_WC_RECV_RDMA_WITH_IMM, 60, 0xa0b0c0d0)]
+    check([(w['wr_id'], w['opcode'], w['byte_len'], socket.ntohl(w['imm']))
+           for w in got] == want and
+          all(w['wc_flags'] & e.IBV_WC_WITH_IMM and w['status'] == 0
+              for w in got), 'imm: receives with IBV_WC_WITH_IMM', repr(got))
+    src = c.mr.read(100, 0)
+    check(s.mr.read(40, 0) == src[0:40] and s.mr.read(60, 2048) == src[40:100]
+          and s.mr.read(256, 512) == b'\xee' * 256,
+          'imm: payload placed, the WRITE\'s receive buffer untouched')
+
+
+def wr_bind(s, mw, wr_id, access):
+    """Bind type 2 window mw with wr_bind_mw; its new rkey, completions."""
+    rkey = inc_rkey(mw.rkey)
+    qp = s.qp
+    qp.wr_start()
+    signaled(qp, wr_id)
+    qp.wr_bind_mw(mw, rkey, MWBindInfo(s.mr, s.mr.buf, MR_SIZE, access))
+    qp.wr_complete()
+    return rkey, poll(s.cq, 1)
+
+
+def wr_write(c, rkey, addr, wr_id):
+    qp = c.qp
+    qp.wr_start()
+    signaled(qp, wr_id)
+    qp.wr_rdma_write(rkey, addr)
+    qp.wr_set_sge(c.sge(0, 16))
+    qp.wr_complete()
+
+
+def test_bind(c, s):
+    s.mw2 = MW(s.pd, e.IBV_MW_TYPE_2)
+    s.mw3 = MW(s.pd, e.IBV_MW_TYPE_2)
+    key, got = wr_bind(s, s.mw2, 40, e.IBV_ACCESS_REMOTE_WRITE)
+    check([(w['wr_id'], w['opcode'], w['status']) for w in got] ==
+          [(40, e.IBV_WC_BIND_MW, 0)], 'bind: wr_bind_mw completes',
+          repr(got))
+    c.mr.write(b'W' * 16, 16, 0)
+    s.mr.write(b'\0' * 16, 16, 3072)
+    wr_write(c, key, s.mr.buf + 3072, 41)
+    got = poll(c.cq, 1)
+    deadline = time.monotonic() + TIMEOUT
+    while s.mr.read(16, 3072) != b'W' * 16 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    check(s.mr.read(16, 3072) == b'W' * 16 and len(got) == 1 and
+          got[0]['status'] == 0, 'bind: a WRITE through the window is placed',
+          repr(got))
+    # Another window, bound without remote rights: a WRITE through it fails.
+    key2, got = wr_bind(s, s.mw3, 42, e.IBV_ACCESS_LOCAL_WRITE)
+    check(len(got) == 1 and got[0]['status'] == 0,
+          'bind: a window without remote rights', repr(got))
+    c.mr.write(b'X' * 16, 16, 0)
+    wr_write(c, key2, s.mr.buf + 3072, 43)
+    poll(c.cq, 1)
+    deadline = time.monotonic() + TIMEOUT
+    while (c.qp.query(e.IBV_QP_STATE)[0].qp_state != e.IBV_QPS_ERR or
+           s.qp.query(e.IBV_QP_STATE)[0].qp_state != e.IBV_QPS_ERR) and \
+            time.monotonic() < deadline:
+        time.sleep(0.01)
+    check(s.mr.read(16, 3072) == b'W' * 16 and
+          c.qp.query(e.IBV_QP_STATE)[0].qp_state == e.IBV_QPS_ERR and
+          s.qp.query(e.IBV_QP_STATE)[0].qp_state == e.IBV_QPS_ERR,
+          'bind: a WRITE without the rights is not placed, both QPs in ERROR')
+
+
 def refused(make):
     try:
         make().close()
@@ -280,7 +379,6 @@ def test_refused(ctx, side):
                                               comp_mask=mask, flags=flags))
 
     for name, ops in (('atomic write', e.IBV_QP_EX_WITH_ATOMIC_WRITE),
-                      ('immediate', e.IBV_QP_EX_WITH_SEND_WITH_IMM),
                       ('local invalidate', e.IBV_QP_EX_WITH_LOCAL_INV)):
         check(refused(qp_with(SEND_OPS | ops)),
               f'refused: send_ops_flags with {name}')
@@ -299,7 +397,9 @@ def main():
         test_batch(c, s)
         test_dropped(c, s)
         test_read(c, s)
+        test_imm(c, s)
         test_refused(ctx, c)
+        test_bind(c, s)
     print(f'{passed} passed, {failed} failed')
     return 1 if failed else 0
 

@@ -110,6 +110,8 @@ struct vp_fpdu {
 	struct viw_atomic_req areq;
 	struct viw_atomic_resp aresp;
 	int areq_rv;
+	struct viw_imm imm;
+	int imm_rv;
 	const u8 *ulpdu;
 };
 
@@ -715,6 +717,9 @@ static enum vp_rd vp_read_fpdu(struct vp_conn *c, long long deadline,
 	if (f->hdr.opcode == VIW_RDMAP_ATOMIC_RESP)
 		viw_atomic_resp_decode(f->ulpdu + VIW_DDP_UNTAGGED_HDR_LEN,
 				       &f->aresp);
+	if (f->hdr.opcode == VIW_RDMAP_IMM || f->hdr.opcode == VIW_RDMAP_IMM_SE)
+		f->imm_rv = viw_imm_decode(f->ulpdu + VIW_DDP_UNTAGGED_HDR_LEN,
+					   &f->imm, &f->cause);
 	return VP_RD_OK;
 }
 
@@ -727,6 +732,8 @@ static const char *const vp_op_names[] = {
 	[VIW_RDMAP_SEND_SE] = "SEND_SE",
 	[VIW_RDMAP_SEND_SE_INV] = "SEND_SE_INV",
 	[VIW_RDMAP_TERMINATE] = "TERMINATE",
+	[VIW_RDMAP_IMM] = "IMM",
+	[VIW_RDMAP_IMM_SE] = "IMM_SE",
 	[VIW_RDMAP_ATOMIC_REQ] = "ATOMIC_REQ",
 	[VIW_RDMAP_ATOMIC_RESP] = "ATOMIC_RESP",
 };
@@ -795,6 +802,13 @@ static void vp_print_fpdu(struct vp_conn *c, const struct vp_fpdu *f)
 	case VIW_RDMAP_ATOMIC_RESP:
 		vp_out("FPDU ATOMIC_RESP msn %u id %u orig 0x%llx%s", h->msn,
 		       f->aresp.req_id, (unsigned long long)f->aresp.orig, bad);
+		break;
+	case VIW_RDMAP_IMM:
+	case VIW_RDMAP_IMM_SE:
+		vp_out("FPDU %s qn %u msn %u mo %u len %u last %d imm 0x%08x send %d%s%s",
+		       vp_op_names[h->opcode], h->qn, h->msn, h->mo,
+		       f->payload_len, h->last, f->imm.data, f->imm.send,
+		       f->imm_rv ? " (bad)" : "", bad);
 		break;
 	default:
 		vp_out("FPDU %s qn %u msn %u mo %u len %u last %d inv 0x%x%s",
@@ -1654,6 +1668,7 @@ static const char vp_usage_text[] =
 "  FPDU SEND|SEND_SE|SEND_INV|SEND_SE_INV qn Q msn M mo O len N last L inv S\n"
 "  FPDU READ_REQ msn M sink_stag S sink_to T len N src_stag S src_to T\n"
 "  FPDU TERMINATE msn M layer L type T code C\n"
+"  FPDU IMM|IMM_SE qn Q msn M mo O len N last L imm 0xDATA send S\n"
 "  FPDU BAD ... (header the codec refuses); \" badcrc\" appended on CRC errors\n"
 "Exit: 0 all steps passed, 3 expectation failed, 2 usage, 124 timeout.\n";
 

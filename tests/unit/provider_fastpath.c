@@ -232,6 +232,43 @@ static void test_mw_fill(void)
 	tc_report("post_send fills BIND_MW, LOCAL_INV; ibv_bind_mw", before);
 }
 
+/* The immediate data's bytes as the consumer gave them, in inv_stag. */
+static bool sqe_has_imm(uint32_t i, __be32 imm)
+{
+	return !memcmp(&sqe_at(i)->inv_stag, &imm, sizeof(imm));
+}
+
+static void test_imm_fill(void)
+{
+	__be32 imm = htobe32(0x11223344);
+	struct ibv_send_wr wr[2], *bad;
+	int before = tc_failures, rv;
+
+	setup();
+	memset(wr, 0, sizeof(wr));
+	wr[0] = (struct ibv_send_wr){ .wr_id = 40, .next = &wr[1],
+		.sg_list = sge2, .num_sge = 1,
+		.opcode = IBV_WR_SEND_WITH_IMM, .imm_data = imm,
+		.send_flags = IBV_SEND_SOLICITED };
+	wr[1] = (struct ibv_send_wr){ .wr_id = 41, .sg_list = sge2,
+		.num_sge = 1, .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.imm_data = htobe32(7), .send_flags = IBV_SEND_INLINE };
+	wr[1].wr.rdma.remote_addr = 0x4000;
+	wr[1].wr.rdma.rkey = 0x4321;
+	rv = viw_post_send(&qp.vqp.qp, wr, &bad);
+	CHECK(rv == 0 && qp.sq.ring.ctrl->prod == 2, "rv %d", rv);
+	CHECK(sqe_at(0)->opcode == VIW_OP_SEND_IMM && sqe_has_imm(0, imm) &&
+	      sqe_at(0)->flags == (VIW_WQE_VALID | VIW_WQE_SOLICITED) &&
+	      sqe_at(0)->num_sge == 1 && !sqe_at(0)->raddr, "send_imm sqe");
+	CHECK(sqe_at(1)->opcode == VIW_OP_WRITE_IMM &&
+	      sqe_has_imm(1, htobe32(7)) && sqe_at(1)->raddr == 0x4000 &&
+	      sqe_at(1)->rkey == 0x4321 && sqe_at(1)->inline_len == 16 &&
+	      sqe_at(1)->flags == (VIW_WQE_VALID | VIW_WQE_INLINE),
+	      "inline write_imm sqe");
+	tc_report("post_send fills SEND_WITH_IMM and RDMA_WRITE_WITH_IMM",
+		  before);
+}
+
 /* Atomics: operands in the SGE area, one 8-byte buffer, nothing inline. */
 static void test_atomic_fill(void)
 {
@@ -368,8 +405,7 @@ static void test_bad_send(void)
 	int before = tc_failures, rv;
 
 	setup();
-	CHECK(post_one(IBV_WR_SEND_WITH_IMM, 0, 1, &bad) == EINVAL,
-	      "SEND_WITH_IMM accepted");
+	CHECK(post_one(IBV_WR_TSO, 0, 1, &bad) == EINVAL, "TSO accepted");
 	CHECK(post_one(IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, &bad) == EINVAL,
 	      "atomic without a result buffer accepted");
 	CHECK(post_one(IBV_WR_SEND, 0, 3, &bad) == EINVAL, "3 > 2 sges");
@@ -581,6 +617,38 @@ static void test_poll_garbage(void)
 		  before);
 }
 
+/* A CQE with VIW_CQE_IMM: IBV_WC_WITH_IMM and the bytes as they came. */
+static void imm_cqe(uint32_t i, uint8_t opcode, __be32 imm)
+{
+	struct viw_cqe *cqe = viw_ring_slot(&cq.q.ring, i);
+
+	kernel_cqe(i, VIW_CQE_SUCCESS, opcode, 0);
+	viw_rp_cqe_release(cqe);
+	memcpy(&cqe->inv_stag, &imm, sizeof(imm));
+	viw_rp_cqe_publish(cqe, VIW_CQE_IMM);
+}
+
+static void test_poll_imm(void)
+{
+	struct ibv_wc wc[2];
+	int before = tc_failures, got;
+
+	setup();
+	imm_cqe(0, VIW_CQE_OP_RECV, htobe32(0xcafe0001));
+	imm_cqe(1, VIW_CQE_OP_RECV_RDMA_IMM, htobe32(5));
+	got = viw_poll_cq(&cq.ibv_cq, 2, wc);
+	CHECK(got == 2, "got %d", got);
+	CHECK(wc[0].opcode == IBV_WC_RECV && wc[0].wc_flags == IBV_WC_WITH_IMM &&
+	      be32toh(wc[0].imm_data) == 0xcafe0001 &&
+	      wc[0].status == IBV_WC_SUCCESS, "recv with imm");
+	CHECK(wc[1].opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+	      wc[1].wc_flags == IBV_WC_WITH_IMM &&
+	      be32toh(wc[1].imm_data) == 5 && wc[1].byte_len == 65,
+	      "recv_rdma_with_imm");
+	tc_report("poll_cq: IBV_WC_WITH_IMM, imm_data, RECV_RDMA_WITH_IMM",
+		  before);
+}
+
 static void test_notify(void)
 {
 	int before = tc_failures;
@@ -712,6 +780,60 @@ static void test_wr_atomic(void)
 	CHECK(ibv_wr_complete(qpx) == EINVAL && !any_slot_valid(),
 	      "atomic on a QP without WITH_ATOMIC_FETCH_AND_ADD posted");
 	tc_report("ibv_wr_atomic_cmp_swp and ibv_wr_atomic_fetch_add", before);
+}
+
+/* ibv_wr_send_imm, ibv_wr_rdma_write_imm and ibv_wr_bind_mw. */
+static void test_wr_imm_bind(void)
+{
+	struct ibv_qp_ex *qpx = qp_ex_setup(VIW_QP_EX_SEND_OPS);
+	struct ibv_mr mr = { .lkey = 0x3344 };
+	struct ibv_mw mw = { .rkey = 0x1200, .type = IBV_MW_TYPE_2 };
+	struct ibv_mw_bind_info info = { .mr = &mr, .addr = 0x1000,
+		.length = 64, .mw_access_flags = IBV_ACCESS_REMOTE_READ };
+	struct viw_bind_mw b;
+	int before = tc_failures, rv;
+
+	ibv_wr_start(qpx);
+	qpx->wr_id = 50;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_imm(qpx, htobe32(0x01020304));
+	ibv_wr_set_sge(qpx, 0x1111, (uintptr_t)buf, 16);
+	qpx->wr_id = 51;
+	ibv_wr_rdma_write_imm(qpx, 0xabcd, 0x8000, htobe32(9));
+	ibv_wr_set_sge(qpx, 0x1111, (uintptr_t)buf, 0);
+	qpx->wr_id = 52;
+	ibv_wr_bind_mw(qpx, &mw, 0x1201, &info);
+	rv = ibv_wr_complete(qpx);
+	CHECK(rv == 0 && qp.sq.ring.ctrl->prod == 3, "rv %d prod %u", rv,
+	      qp.sq.ring.ctrl->prod);
+	CHECK(sqe_at(0)->wr_id == 50 && sqe_at(0)->opcode == VIW_OP_SEND_IMM &&
+	      sqe_has_imm(0, htobe32(0x01020304)) &&
+	      sqe_at(0)->sge[0].length == 16, "wr_send_imm sqe");
+	CHECK(sqe_at(1)->wr_id == 51 && sqe_at(1)->opcode == VIW_OP_WRITE_IMM &&
+	      sqe_has_imm(1, htobe32(9)) && sqe_at(1)->raddr == 0x8000 &&
+	      sqe_at(1)->rkey == 0xabcd, "wr_rdma_write_imm sqe");
+	b = sqe_bind(2);
+	CHECK(sqe_at(2)->wr_id == 52 && sqe_at(2)->opcode == VIW_OP_BIND_MW &&
+	      sqe_at(2)->rkey == 0x1201 && b.mr_lkey == 0x3344 &&
+	      b.addr == 0x1000 && b.length == 64 &&
+	      b.access == VIW_MW_REMOTE_READ &&
+	      sqe_at(2)->flags == (VIW_WQE_VALID | VIW_WQE_SIGNALED),
+	      "wr_bind_mw sqe");
+
+	/* not in send_ops_flags, or another window's index: nothing posted */
+	qpx = qp_ex_setup(IBV_QP_EX_WITH_SEND);
+	ibv_wr_start(qpx);
+	ibv_wr_send_imm(qpx, 0);
+	ibv_wr_set_sge(qpx, 0x1111, (uintptr_t)buf, 16);
+	CHECK(ibv_wr_complete(qpx) == EINVAL && !any_slot_valid(),
+	      "send_imm without WITH_SEND_WITH_IMM posted");
+	qpx = qp_ex_setup(VIW_QP_EX_SEND_OPS);
+	ibv_wr_start(qpx);
+	ibv_wr_bind_mw(qpx, &mw, 0x1301, &info);
+	CHECK(ibv_wr_complete(qpx) == EINVAL && !any_slot_valid(),
+	      "bind with a foreign index posted");
+	tc_report("ibv_wr_send_imm, ibv_wr_rdma_write_imm, ibv_wr_bind_mw",
+		  before);
 }
 
 /* A batch with one bad WR among good ones; returns wr_complete's errno. */
@@ -885,6 +1007,13 @@ static void test_cq_ex_poll(void)
 	CHECK(viw_poll_cq(ibv_cq_ex_to_cq(cqx), 1, &wc) == 1 &&
 	      wc.wr_id == 1003 && wc.opcode == IBV_WC_RDMA_READ,
 	      "poll_cq after start_poll");
+
+	imm_cqe(4, VIW_CQE_OP_RECV_RDMA_IMM, htobe32(0x77));
+	CHECK(ibv_start_poll(cqx, &attr) == 0, "start_poll");
+	CHECK(ibv_wc_read_opcode(cqx) == IBV_WC_RECV_RDMA_WITH_IMM &&
+	      ibv_wc_read_wc_flags(cqx) == IBV_WC_WITH_IMM &&
+	      be32toh(ibv_wc_read_imm_data(cqx)) == 0x77, "read_imm_data");
+	ibv_end_poll(cqx);
 	tc_report("ibv_cq_ex: start/next/end_poll, read_*, mixed with poll_cq",
 		  before);
 }
@@ -893,6 +1022,7 @@ int main(void)
 {
 	test_send_fill();
 	test_mw_fill();
+	test_imm_fill();
 	test_atomic_fill();
 	test_doorbell_rules();
 	test_send_flags();
@@ -904,9 +1034,11 @@ int main(void)
 	test_poll_status();
 	test_poll_atomic();
 	test_poll_garbage();
+	test_poll_imm();
 	test_notify();
 	test_wr_batch();
 	test_wr_atomic();
+	test_wr_imm_bind();
 	test_wr_bad_batch();
 	test_wr_abort();
 	test_cq_ex_poll();

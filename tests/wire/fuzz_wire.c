@@ -173,7 +173,29 @@ static void fuzz_atomic_resp(const u8 *body)
 	FUZZ_ASSERT(!memcmp(buf, body, sizeof(buf)));
 }
 
-/* The bodies behind a good header: Read Request, TERMINATE, atomics. */
+/*
+ * An Immediate Data header decodes, or is refused as an unexpected opcode
+ * for reserved flag bits; one that decodes encodes to the same bytes.
+ */
+static void fuzz_imm(const u8 *body)
+{
+	struct viw_imm imm;
+	struct viw_term_cause c;
+	u8 buf[VIW_RDMAP_IMM_LEN];
+	int rv;
+
+	rv = viw_imm_decode(body, &imm, &c);
+	if (rv) {
+		FUZZ_ASSERT(rv == -EPROTO && c.layer == VIW_TERM_RDMAP &&
+			    c.ecode == VIW_RDMAP_EC_OPCODE);
+		check_cause(&c);
+		return;
+	}
+	viw_imm_encode(buf, &imm);
+	FUZZ_ASSERT(!memcmp(buf, body, sizeof(buf)));
+}
+
+/* The bodies behind a good header: Read Request, TERMINATE, atomics, imm. */
 static void fuzz_ddp_body(const u8 *data, size_t size,
 			  const struct viw_ddp_hdr *h)
 {
@@ -194,6 +216,8 @@ static void fuzz_ddp_body(const u8 *data, size_t size,
 		fuzz_atomic_req(data + VIW_DDP_UNTAGGED_HDR_LEN);
 	if (h->opcode == VIW_RDMAP_ATOMIC_RESP)
 		fuzz_atomic_resp(data + VIW_DDP_UNTAGGED_HDR_LEN);
+	if (h->opcode == VIW_RDMAP_IMM || h->opcode == VIW_RDMAP_IMM_SE)
+		fuzz_imm(data + VIW_DDP_UNTAGGED_HDR_LEN);
 }
 
 static void fuzz_ddp(const u8 *data, size_t size)

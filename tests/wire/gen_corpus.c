@@ -59,6 +59,8 @@ static void ddp_seed(u8 opcode, bool last)
 		.compare = 5, .compare_mask = ~0ULL,
 	};
 	struct viw_atomic_resp resp = { .req_id = 7, .orig = 5 };
+	/* a SEND with immediate may span segments, a plain one not */
+	struct viw_imm imm = { .data = 0x11223344, .send = !last };
 	char name[32];
 	u8 buf[96];
 	int n;
@@ -89,6 +91,9 @@ static void ddp_seed(u8 opcode, bool last)
 	} else if (opcode == VIW_RDMAP_ATOMIC_RESP) {
 		viw_atomic_resp_encode(buf + n, &resp);
 		n += VIW_RDMAP_ATOMIC_RESP_LEN;
+	} else if (opcode == VIW_RDMAP_IMM || opcode == VIW_RDMAP_IMM_SE) {
+		viw_imm_encode(buf + n, &imm);
+		n += VIW_RDMAP_IMM_LEN;
 	} else {
 		memcpy(buf + n, "data", 4);
 		n += 4;
@@ -140,11 +145,9 @@ int main(int argc, char **argv)
 	mpa_seed("mpa_rep_v1", true, 1, false, true, false, 0);
 	mpa_seed("mpa_rep_v2_p2p", true, 2, true, true, true, VIW_RTR_READ0);
 	for (op = 0; op <= VIW_RDMAP_OPCODE_MAX; op++) {
-		/* RFC 7306's Immediate Data opcodes are not spoken */
-		if (op == 0x8 || op == 0x9)
-			continue;
 		ddp_seed(op, true);
-		if (op <= VIW_RDMAP_SEND_SE_INV && op != VIW_RDMAP_READ_REQ)
+		if (op <= VIW_RDMAP_IMM_SE && op != VIW_RDMAP_READ_REQ &&
+		    op != VIW_RDMAP_TERMINATE)
 			ddp_seed(op, false);
 	}
 	term_seed("term_bare", false, 0xff, false);
