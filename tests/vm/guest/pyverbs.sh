@@ -15,11 +15,11 @@
 . "$(dirname "$0")/../lib.sh"
 
 suite=$VIW_BUILD/pyverbs/tests
-# What passes today, less a margin (74 expected: the atomics, memory
+# What passes today, less a margin (74 measured: the atomics, memory
 # windows, rereg, device memory and immediate data included; issue 9 aims
 # at 80; see docs/semantics.md §8 for why most of the rest is skipped on
 # any RC-only iWARP device).
-min_ok=${PYVERBS_MIN_OK:-70}
+min_ok=${PYVERBS_MIN_OK:-72}
 if [ ! -f "$suite/run_tests.py" ]; then
 	echo "SKIP: rdma-core's tests/ not found in $suite (tests/vm/pyverbs-prepare)"
 	exit 0
