@@ -255,7 +255,9 @@ perf_once() {
 # also "Connection refused" from rdma_connect), and perftest then crashes
 # in librdmacm while it cleans up.  Under host load the window is wide
 # enough to hit.
-librdmacm_crashes() { dmesg | grep -c 'traps: .* in librdmacm' || true; }
+# The kernel reports the crash as "traps: ... general protection fault ...
+# in librdmacm" or as "...: segfault at ADDR ... in librdmacm", by its kind.
+librdmacm_crashes() { dmesg | grep -Ec '(traps: |: segfault at ).* in librdmacm' || true; }
 
 # perftest_retrying LOG CMD...: run CMD, a perftest server/client pair
 # that writes LOG.server and LOG.client, until it succeeds.  perftest
