@@ -190,6 +190,7 @@ struct viw_ucontext {
 
 struct viw_pd {
 	struct ib_pd ibpd;
+	bool holds_module;	/* a kernel PD: a module reference */
 };
 
 static inline struct viw_device *to_viw_dev(struct ib_device *ibdev)

@@ -4,7 +4,8 @@
  *
  * Devices are created with "rdma link add NAME type viw netdev DEV" and go
  * away with "rdma link delete NAME", when their netdev is unregistered, or
- * when the module is unloaded.  viw registers its devices with
+ * when the module is unloaded, which is refused while a process or a
+ * kernel consumer uses viw (viw_verbs.c).  viw registers its devices with
  * RDMA_DRIVER_UNKNOWN, so it must never call ib_unregister_driver(): that
  * would also unregister every other out-of-tree device.  It keeps a list of
  * its own instead.

@@ -10,6 +10,32 @@
 #include "viw_verbs.h"
 #include "viw_cm.h"
 
+/*
+ * While a process or a kernel consumer uses viw, "rmmod viw" must answer
+ * "in use".  The core does not see to that: viw has disassociate_ucontext,
+ * so that "rdma link delete" and the netdev going can take a device from
+ * the processes that have it open, and with that op ib_uverbs holds no
+ * module reference for an open device file (ib_uverbs_open); nor does
+ * anything in the core hold one for a kernel consumer.  So viw holds its
+ * own: one for each user context and one for each kernel PD.  Every
+ * process needs a context, and every kernel consumer a PD, before it can
+ * create anything else, and each lasts as long as its user does.  A user
+ * PD needs none: its context holds one.
+ *
+ * Nothing waits for these references, so nothing can deadlock on them.
+ * A context or kernel PD goes when its user frees it or when its device is
+ * unregistered ("rdma link delete", netdev removal): ib_uverbs then
+ * disassociates the context and calls viw_dealloc_ucontext(), and the
+ * consumers' remove callbacks free their PDs.  viw_exit() runs only once
+ * the count is zero, and from then on try_module_get() fails and so does
+ * the verb.  viw_exit() still unregisters every device, which the core
+ * fences against a dealloc verb running on it.
+ */
+static int viw_module_get(void)
+{
+	return try_module_get(THIS_MODULE) ? 0 : -ENODEV;
+}
+
 static int viw_alloc_ucontext(struct ib_ucontext *ibuctx,
 			      struct ib_udata *udata)
 {
@@ -22,8 +48,13 @@ static int viw_alloc_ucontext(struct ib_ucontext *ibuctx,
 
 	if (udata->outlen < sizeof(uresp))
 		return -EINVAL;
-	if (!viw_obj_get(vdev, VIW_OBJ_UCTX))
-		return -ENOMEM;
+	rv = viw_module_get();
+	if (rv)
+		return rv;
+	if (!viw_obj_get(vdev, VIW_OBJ_UCTX)) {
+		rv = -ENOMEM;
+		goto err_module;
+	}
 
 	atomic64_set(&uctx->qmem_bytes, 0);
 	rv = viw_qmem_alloc(&db, VIW_DB_PAGE_SIZE);
@@ -60,6 +91,8 @@ err_db:
 	viw_qmem_free(&db);
 err_count:
 	viw_obj_put(vdev, VIW_OBJ_UCTX);
+err_module:
+	module_put(THIS_MODULE);
 	return rv;
 }
 
@@ -73,6 +106,7 @@ static void viw_dealloc_ucontext(struct ib_ucontext *ibuctx)
 	uctx->db = NULL;
 	WARN_ON_ONCE(atomic64_read(&uctx->qmem_bytes));
 	viw_obj_put(to_viw_dev(ibuctx->device), VIW_OBJ_UCTX);
+	module_put(THIS_MODULE);
 }
 
 /*
@@ -83,7 +117,8 @@ static void viw_dealloc_ucontext(struct ib_ucontext *ibuctx)
  * queue memory hold their own page references and stay harmless, and the
  * doorbell system calls fail once the context is disassociated.  Having
  * this op is what lets unregistration proceed without waiting for the
- * process to exit.
+ * process to exit; viw_dealloc_ucontext() then drops the context's module
+ * reference, so the module unloads while the process still runs.
  */
 static void viw_disassociate_ucontext(struct ib_ucontext *ibuctx)
 {
@@ -91,6 +126,9 @@ static void viw_disassociate_ucontext(struct ib_ucontext *ibuctx)
 
 static int viw_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
+	struct viw_pd *pd = to_viw_pd(ibpd);
+	int rv;
+
 	/*
 	 * viw has no kernel QPs or CQs yet, so a kernel consumer can do
 	 * nothing with a PD: refuse it at the first resource.  A ULP that
@@ -99,14 +137,30 @@ static int viw_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	 */
 	if (!udata)
 		return -EOPNOTSUPP;
-	if (!viw_obj_get(to_viw_dev(ibpd->device), VIW_OBJ_PD))
+	/*
+	 * A kernel PD holds the module (viw_module_get()), a user PD does
+	 * not.  Nothing takes this branch until kernel verbs lift the
+	 * refusal above; the reference is here so that it holds from then on.
+	 */
+	pd->holds_module = !udata;
+	if (pd->holds_module) {
+		rv = viw_module_get();
+		if (rv)
+			return rv;
+	}
+	if (!viw_obj_get(to_viw_dev(ibpd->device), VIW_OBJ_PD)) {
+		if (pd->holds_module)
+			module_put(THIS_MODULE);
 		return -ENOMEM;
+	}
 	return 0;
 }
 
 static int viw_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	viw_obj_put(to_viw_dev(ibpd->device), VIW_OBJ_PD);
+	if (to_viw_pd(ibpd)->holds_module)
+		module_put(THIS_MODULE);
 	return 0;
 }
 

@@ -21,6 +21,7 @@
 #   in_a CMD..., in_b CMD...   run in namespace a / b
 #   wait_for SECS CMD...       poll CMD until it succeeds or SECS pass
 #   expect_fail CMD...         CMD must fail
+#   expect_rmmod_in_use, viw_refs   rmmod refused while viw is in use
 #   rping_pair, perf_pair, pingpong_pair   traffic between the two hosts
 #   cleanup_hosts, unload_viw, vm_cleanup
 
@@ -360,6 +361,36 @@ unload_viw() {
 	module_loaded viw || return 0
 	wait_for 10 rmmod viw || die "rmmod viw failed: $(rmmod viw 2>&1)"
 	echo "+ rmmod viw: done"
+}
+
+# viw_refs: viw's module reference count.  viw holds one for each user
+# context and each kernel PD (viw_verbs.c); nothing else does but, for a
+# moment, an open debugfs file.
+viw_refs() {
+	if module_loaded viw; then
+		cat /sys/module/viw/refcnt
+	else
+		echo "(viw not loaded)"
+	fi
+}
+
+# viw_refs_are N: viw's module reference count is N.
+viw_refs_are() { [ "$(viw_refs)" = "$1" ]; }
+
+# expect_rmmod_in_use: viw is in use, so rmmod must refuse it ("in use",
+# a non-zero exit, within a bound) and leave it loaded.
+expect_rmmod_in_use() {
+	local out rc=0
+	echo "+ (expect 'in use') rmmod viw"
+	out=$(timeout 60 rmmod viw 2>&1) || rc=$?
+	echo "    $out (exit $rc, references: $(viw_refs))"
+	[ "$rc" != 124 ] || die "rmmod viw hung while viw was in use"
+	[ "$rc" != 0 ] || die "rmmod viw succeeded while viw was in use"
+	case $out in
+	*"in use"*) ;;
+	*) die "rmmod viw failed, but not with 'in use': $out" ;;
+	esac
+	module_loaded viw || die "viw is gone though rmmod failed"
 }
 
 # load_siw: Linux's siw built from Debian's linux-source by scripts/build-siw
