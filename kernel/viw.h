@@ -102,6 +102,8 @@ enum viw_counter {
 	VIW_CNT_CRC_ERRORS,
 	VIW_CNT_TCP_RETRANS_CLOSED,	/* of sockets already released */
 	VIW_CNT_POLL_BACKOFFS,		/* poller yielded a shared CPU */
+	VIW_CNT_ACKS_SENT,		/* viw acknowledgements */
+	VIW_CNT_ACKS_RCVD,
 	VIW_CNT_MAX
 };
 

@@ -67,6 +67,8 @@ struct viw_cep_owner {
 #define VIW_DIRECT_VERSION	1
 /* flags: the sender speaks RFC 7306 Immediate Data as viw does */
 #define VIW_DIRECT_F_IMM	0x01
+/* ... and acknowledges what it placed, and completes on acknowledgements */
+#define VIW_DIRECT_F_ACK	0x02
 
 struct viw_direct_pdata {
 	u8 magic[4];			/* "viwD" */

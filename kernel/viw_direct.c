@@ -279,12 +279,18 @@ static bool viw_direct_peer_imm(const struct viw_direct_pdata *pd)
 	return pd->flags & VIW_DIRECT_F_IMM;
 }
 
+/* So are acknowledgements (docs/semantics.md, section 13). */
+static bool viw_direct_peer_ack(const struct viw_direct_pdata *pd)
+{
+	return pd->flags & VIW_DIRECT_F_ACK;
+}
+
 static void viw_direct_fill(struct viw_direct_pdata *pd, u32 src, u32 dst)
 {
 	memset(pd, 0, sizeof(*pd));
 	memcpy(pd->magic, viw_direct_magic, sizeof(pd->magic));
 	pd->version = VIW_DIRECT_VERSION;
-	pd->flags = VIW_DIRECT_F_IMM;
+	pd->flags = VIW_DIRECT_F_IMM | VIW_DIRECT_F_ACK;
 	pd->src_qpn = cpu_to_be32(src);
 	pd->dst_qpn = cpu_to_be32(dst);
 }
@@ -327,6 +333,8 @@ static int viw_direct_do_accept(struct viw_cep *cep, struct viw_qp *qp)
 	req = viw_cep_direct_pdata(cep, false, &len);
 	WRITE_ONCE(qp->peer_imm, req && len >= sizeof(*req) &&
 		   viw_direct_peer_imm(req));
+	WRITE_ONCE(qp->peer_ack, req && len >= sizeof(*req) &&
+		   viw_direct_peer_ack(req));
 	viw_direct_fill(&pd, qp->ibqp.qp_num, cep->direct_src);
 	return viw_cep_direct_accept(cep, qp, &pd, sizeof(pd));
 }
@@ -516,6 +524,7 @@ static int viw_direct_check_reply(struct viw_cep *cep)
 	}
 	/* before viw_qp_connect() gives the QP its stream */
 	WRITE_ONCE(qp->peer_imm, viw_direct_peer_imm(pd));
+	WRITE_ONCE(qp->peer_ack, viw_direct_peer_ack(pd));
 	return 0;
 }
 

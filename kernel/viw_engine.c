@@ -28,6 +28,7 @@ void viw_engine_free(struct viw_qp *qp)
 	if (!qp->eng)
 		return;
 	free_page((unsigned long)qp->eng->tx_buf);
+	kfree(qp->eng->ackq);
 	kfree(qp->eng);
 	qp->eng = NULL;
 }
@@ -35,7 +36,8 @@ void viw_engine_free(struct viw_qp *qp)
 /*
  * A new stream (viw_qp_connect): each queue's MSN starts at 1 in both
  * directions (RFC 5040, 5.1), the next atomic's Request Identifier at 0,
- * and the receive engine at the first FPDU's header.
+ * the message counts of acknowledgements at 0, and the receive engine at
+ * the first FPDU's header.  Nothing waits for an acknowledgement.
  */
 void viw_engine_stream_start(struct viw_qp *qp)
 {
@@ -46,8 +48,13 @@ void viw_engine_stream_start(struct viw_qp *qp)
 	eng->tx_msn_term = 1;
 	eng->tx_msn_aresp = 1;
 	eng->tx_atomic_id = 0;
+	eng->tx_msn_ack = 1;
+	eng->tx_msgs = 0;
+	eng->tx_ack_sent = 0;
+	eng->ackq_head = eng->ackq_tail;
 	memset(&eng->rx, 0, sizeof(eng->rx));
 	eng->rx.msn_send = 1;
 	eng->rx.msn_rreq = 1;
 	eng->rx.msn_aresp = 1;
+	eng->rx.msn_ack = 1;
 }

@@ -95,10 +95,23 @@ struct viw_rx {
 	u32 msn_send;			/* next expected MSN per queue */
 	u32 msn_rreq;			/* Read and Atomic Requests */
 	u32 msn_aresp;			/* Atomic Responses */
+	u32 msn_ack;			/* viw acknowledgements */
+	/* SEND-type and WRITE messages placed, for viw acknowledgements */
+	u32 placed;
+	u32 peer_placed;		/* the latest the peer acknowledged */
 	/* TERMINATE body after its control word: M length, D and R headers */
 	u8 term_body[2 + VIW_DDP_UNTAGGED_HDR_LEN + VIW_RDMAP_READ_REQ_LEN];
 	/* why the segment being processed failed, for viw_qp_fail() */
 	struct viw_term_cause cause;
+};
+
+/*
+ * A SEND or WRITE WQE that was sent and waits for the peer's
+ * acknowledgement: it completes once the peer has placed @msg_no messages.
+ */
+struct viw_ack_wait {
+	u32 sq_index;
+	u32 msg_no;
 };
 
 /*
@@ -116,6 +129,15 @@ struct viw_engine {
 	u32 tx_msn_term;
 	u32 tx_msn_aresp;
 	u32 tx_atomic_id;		/* Request Identifier of the next atomic */
+	u32 tx_msn_ack;
+	u32 tx_msgs;			/* SEND-type and WRITE messages sent */
+	u32 tx_ack_sent;		/* rx.placed as last acknowledged */
+
+	/* WQEs waiting for an acknowledgement, oldest first, under rd_lock */
+	struct viw_ack_wait *ackq;
+	u32 ackq_size;			/* power of two, >= SQ slots */
+	u32 ackq_head;
+	u32 ackq_tail;
 
 	/* RDMA READs: outstanding (ORQ) and inbound (IRQ), under rd_lock */
 	struct viw_orq_entry orq[VIW_MAX_ORD];
@@ -143,5 +165,9 @@ bool viw_orq_progress(struct viw_qp *qp, u32 n, bool last,
 bool viw_irq_push(struct viw_qp *qp, const struct viw_irq_entry *ent);
 struct viw_irq_entry *viw_irq_peek(struct viw_qp *qp);
 struct viw_mr *viw_irq_pop(struct viw_qp *qp);
+
+/* viw_ack.c: WQEs waiting for the peer's acknowledgement */
+void viw_ack_wait(struct viw_qp *qp, u32 sq_index, u32 msg_no);
+int viw_ack_received(struct viw_qp *qp, u32 placed);
 
 #endif /* VIW_ENGINE_H */

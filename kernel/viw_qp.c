@@ -564,6 +564,7 @@ void viw_qp_disconnect(struct viw_qp *qp)
 
 	viw_rx_reset(qp);
 	viw_rd_reset(qp);
+	viw_ack_reset(qp);
 	mutex_lock(&qp->state_lock);
 	cep = qp->cep;
 	qp->cep = NULL;
@@ -585,8 +586,11 @@ bool viw_qp_llp_close(struct viw_qp *qp)
 {
 	if (!mutex_trylock(&qp->tx_lock))
 		return false;
-	if (qp->sock)
+	/* What was placed is acknowledged: the peer's WQEs complete. */
+	if (qp->sock) {
+		viw_tx_last_ack(qp);
 		kernel_sock_shutdown(qp->sock, SHUT_WR);
+	}
 	mutex_unlock(&qp->tx_lock);
 	return true;
 }

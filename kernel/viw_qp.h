@@ -133,6 +133,8 @@ struct viw_qp {
 	bool peer_closed;		/* its stream ended by a FIN, quietly */
 	/* The peer is a viw that agreed on Immediate Data (viw_direct.c). */
 	bool peer_imm;
+	/* ... and on acknowledgements: SENDs and WRITEs complete on them */
+	bool peer_ack;
 
 	/* transmit engine */
 	struct work_struct tx_work;
@@ -235,6 +237,7 @@ bool viw_tx_direct(struct viw_qp *qp);
 void viw_tx_abort(struct viw_qp *qp);
 bool viw_tx_busy(struct viw_qp *qp);
 int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr);
+void viw_tx_last_ack(struct viw_qp *qp);
 
 /* viw_rx.c */
 void viw_rx_data_ready(struct viw_qp *qp, struct sock *sk);
@@ -248,6 +251,10 @@ void viw_engine_stream_start(struct viw_qp *qp);
 /* viw_read.c */
 bool viw_orq_busy(struct viw_qp *qp);
 void viw_rd_reset(struct viw_qp *qp);
+
+/* viw_ack.c */
+int viw_ack_alloc(struct viw_qp *qp, u32 sq_slots);
+void viw_ack_reset(struct viw_qp *qp);
 
 /* viw_wq.c: work queue processing */
 int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge);

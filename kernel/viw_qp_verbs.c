@@ -115,6 +115,9 @@ int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	rv = viw_qp_alloc_queues(qp, attr, udata, &uresp);
 	if (rv)
 		goto err_count;
+	rv = viw_ack_alloc(qp, qp->sq.ring.num_slots);
+	if (rv)
+		goto err_queues;
 	/*
 	 * Reserve the number only: lookups (iw_get_qp, connect, accept) must
 	 * not find the QP before the last failure point below, or a failed

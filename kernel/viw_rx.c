@@ -468,12 +468,17 @@ static int viw_rx_opcode_error(struct viw_qp *qp)
 	return -EPROTO;
 }
 
-/* An Immediate Data message from a peer that did not agree on it. */
-static bool viw_rx_imm_unwanted(struct viw_qp *qp)
+/*
+ * An Immediate Data message or an acknowledgement from a peer that did
+ * not agree on it.
+ */
+static bool viw_rx_op_unwanted(struct viw_qp *qp)
 {
 	/* the RDMAP opcode: the low four bits of the second control byte */
 	u8 opcode = qp->eng->rx.hdr[VIW_MPA_LEN_SIZE + 1] & 0xf;
 
+	if (opcode == VIW_RDMAP_ACK)
+		return !READ_ONCE(qp->peer_ack);
 	return (opcode == VIW_RDMAP_IMM || opcode == VIW_RDMAP_IMM_SE) &&
 	       !READ_ONCE(qp->peer_imm);
 }
@@ -565,6 +570,7 @@ static int viw_rx_start_segment(struct viw_qp *qp)
 	case VIW_RDMAP_READ_REQ:
 	case VIW_RDMAP_ATOMIC_REQ:
 	case VIW_RDMAP_ATOMIC_RESP:
+	case VIW_RDMAP_ACK:
 		/* all of these are header only */
 		if (rx->payload_len) {
 			viw_rx_set_cause(qp, VIW_TERM_LLP, 0,
@@ -612,7 +618,7 @@ static int viw_rx_hdr(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 			return -EPROTO;
 		}
 		/* Refused at once, as before viw spoke it: see start_imm. */
-		if (viw_rx_imm_unwanted(qp))
+		if (viw_rx_op_unwanted(qp))
 			return viw_rx_opcode_error(qp);
 		rx->hdr_need = VIW_MPA_LEN_SIZE + hlen;
 		return n;
@@ -752,6 +758,30 @@ static void viw_rx_terminate(struct viw_qp *qp)
 	viw_qp_terminated(qp, &term.cause);
 }
 
+/* A whole SEND-type or WRITE message was placed: count it for the ACK. */
+static void viw_rx_placed(struct viw_rx *rx)
+{
+	WRITE_ONCE(rx->placed, rx->placed + 1);
+}
+
+/*
+ * A viw acknowledgement, CRC checked: the peer placed that many of our
+ * messages, and the WQEs that sent them complete.  Its MSN and count must
+ * follow on from the last.
+ */
+static int viw_rx_ack(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->eng->rx;
+
+	if (rx->ddp.msn != rx->msn_ack ||
+	    viw_ack_received(qp, viw_ack_decode(viw_rx_body(rx))))
+		return viw_rx_untagged_error(qp,
+					     VIW_DDP_EC_UT_INVALID_MSN_RANGE);
+	rx->msn_ack++;
+	viw_count(qp->vdev, VIW_CNT_ACKS_RCVD, 1);
+	return 0;
+}
+
 /*
  * The last segment of a SEND arrived.  A SEND with Invalidate first
  * invalidates the STag it names (RFC 5040 §5.3): if that is not allowed,
@@ -769,6 +799,7 @@ static int viw_rx_end_send(struct viw_qp *qp)
 		return -EPROTO;
 	}
 	viw_rx_complete_rqe(qp, VIW_CQE_SUCCESS);
+	viw_rx_placed(rx);
 	return 0;
 }
 
@@ -786,6 +817,8 @@ static void viw_rx_end_write(struct viw_rx *rx)
 	}
 	rx->write_len += rx->payload_len;
 	rx->write_done = rx->ddp.last;
+	if (rx->ddp.last)
+		viw_rx_placed(rx);
 }
 
 /*
@@ -810,6 +843,8 @@ static int viw_rx_end_segment(struct viw_qp *qp)
 		return viw_rx_atomic_req(qp);
 	case VIW_RDMAP_ATOMIC_RESP:
 		return viw_rx_atomic_resp(qp);
+	case VIW_RDMAP_ACK:
+		return viw_rx_ack(qp);
 	case VIW_RDMAP_READ_RESP:
 		viw_rx_read_resp(qp);
 		break;
@@ -909,6 +944,11 @@ void viw_rx_data_ready(struct viw_qp *qp, struct sock *sk)
 	read_descriptor_t desc = { .count = 1, .arg.data = qp };
 
 	/* A QP moved to RESET places nothing until its socket is gone. */
-	if (viw_qp_rx_open(qp))
-		tcp_read_sock(sk, &desc, viw_rx_actor);
+	if (!viw_qp_rx_open(qp))
+		return;
+	tcp_read_sock(sk, &desc, viw_rx_actor);
+	/* One acknowledgement for all that this read placed. */
+	if (READ_ONCE(qp->peer_ack) &&
+	    READ_ONCE(qp->eng->rx.placed) != READ_ONCE(qp->eng->tx_ack_sent))
+		viw_tx_kick(qp);
 }

@@ -29,6 +29,8 @@ enum viw_stat {
 	VIW_STAT_CRC_ERRORS,
 	VIW_STAT_TCP_RETRANS,
 	VIW_STAT_POLL_BACKOFFS,
+	VIW_STAT_ACKS_SENT,
+	VIW_STAT_ACKS_RCVD,
 	VIW_STAT_MAX
 };
 
@@ -49,6 +51,8 @@ static const struct rdma_stat_desc viw_stat_descs[VIW_STAT_MAX] = {
 	[VIW_STAT_CRC_ERRORS].name = "crc_errors",
 	[VIW_STAT_TCP_RETRANS].name = "tcp_retransmits",
 	[VIW_STAT_POLL_BACKOFFS].name = "poll_backoffs",
+	[VIW_STAT_ACKS_SENT].name = "acks_sent",
+	[VIW_STAT_ACKS_RCVD].name = "acks_received",
 };
 
 /* The counters that are plain sums, and where each one is kept. */
@@ -67,6 +71,8 @@ static const u8 viw_stat_counter[VIW_STAT_MAX] = {
 	[VIW_STAT_MPA_REJECT_RCVD] = VIW_CNT_MPA_REJECT_RCVD,
 	[VIW_STAT_CRC_ERRORS] = VIW_CNT_CRC_ERRORS,
 	[VIW_STAT_POLL_BACKOFFS] = VIW_CNT_POLL_BACKOFFS,
+	[VIW_STAT_ACKS_SENT] = VIW_CNT_ACKS_SENT,
+	[VIW_STAT_ACKS_RCVD] = VIW_CNT_ACKS_RCVD,
 };
 
 int viw_stats_init(struct viw_device *vdev)

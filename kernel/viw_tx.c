@@ -534,6 +534,75 @@ static int viw_tx_write_imm(struct viw_qp *qp)
 	return rv;
 }
 
+/*
+ * The WQE in tx is about to send its last message: count its messages,
+ * one, or two for a WRITE with immediate (the WRITE and the Immediate
+ * Data), as the peer counts what it places.  With acknowledgements, the
+ * WQE waits for the count, registered before the peer can answer.
+ */
+static void viw_tx_count_msgs(struct viw_qp *qp)
+{
+	struct viw_engine *eng = qp->eng;
+	u32 n = eng->tx.sqe.opcode == VIW_OP_WRITE_IMM ? 2 : 1;
+
+	if (READ_ONCE(qp->peer_ack))
+		viw_ack_wait(qp, eng->tx.index, eng->tx_msgs + n);
+	WRITE_ONCE(eng->tx_msgs, eng->tx_msgs + n);
+}
+
+/*
+ * Acknowledge the messages the receive engine placed since the last
+ * acknowledgement, on a connection that agreed on them (tx_lock held).
+ * The count is only ever of whole messages placed, so it may be sent at
+ * any time.
+ */
+static int viw_tx_send_ack(struct viw_qp *qp)
+{
+	struct viw_engine *eng = qp->eng;
+	u32 placed = READ_ONCE(eng->rx.placed);
+	struct viw_ddp_hdr h = {
+		.opcode = VIW_RDMAP_ACK,
+		.last = true,
+		.qn = VIW_QN_ACK,
+		.msn = eng->tx_msn_ack,
+	};
+	u8 *p = eng->tx_buf + VIW_MPA_LEN_SIZE;
+	int hlen, rv;
+
+	if (!READ_ONCE(qp->peer_ack) || placed == eng->tx_ack_sent)
+		return 0;
+	hlen = viw_ddp_encode(p, VIW_MAX_HDR_LEN, &h);
+	if (hlen < 0)
+		return hlen;
+	viw_ack_encode(p + hlen, placed);
+	rv = viw_tx_fpdu(qp, hlen + VIW_RDMAP_ACK_LEN, 0, 0, false);
+	if (rv)
+		return rv;
+	eng->tx_msn_ack++;
+	eng->tx_ack_sent = placed;
+	viw_count(qp->vdev, VIW_CNT_ACKS_SENT, 1);
+	return 0;
+}
+
+/**
+ * viw_tx_last_ack - acknowledge what was placed, before the FIN
+ * @qp: a connected QP, tx_lock held
+ *
+ * The peer's last WQEs complete on it, as they would on InfiniBand,
+ * where the responder acknowledged them before its consumer closed.  It
+ * is sent only if it fits in the socket at once: a peer that does not
+ * read gets its WQEs flushed instead.
+ */
+void viw_tx_last_ack(struct viw_qp *qp)
+{
+	lockdep_assert_held(&qp->tx_lock);
+	if (!READ_ONCE(qp->peer_ack) || !viw_tx_room(qp))
+		return;
+	qp->tx_direct = true;
+	viw_tx_send_ack(qp);
+	qp->tx_direct = false;
+}
+
 /* Send the next FPDU of a SEND or WRITE; completes the WQE after its last. */
 static int viw_tx_data_fpdu(struct viw_qp *qp)
 {
@@ -551,6 +620,8 @@ static int viw_tx_data_fpdu(struct viw_qp *qp)
 	hlen = viw_tx_encode_hdr(qp, &h, &imm);
 	if (hlen < 0)
 		return hlen;
+	if (h.last)
+		viw_tx_count_msgs(qp);
 	rv = viw_tx_fpdu(qp, hlen, n, paylen, !h.last);
 	if (rv)
 		return rv;
@@ -567,7 +638,9 @@ static int viw_tx_data_fpdu(struct viw_qp *qp)
 		qp->eng->tx_msn_send++;
 	viw_tx_release_mrs(tx);
 	tx->active = false;
-	viw_sq_complete(qp, tx->index, VIW_CQE_SUCCESS);
+	/* With acknowledgements, the WQE completes on the peer's. */
+	if (!READ_ONCE(qp->peer_ack))
+		viw_sq_complete(qp, tx->index, VIW_CQE_SUCCESS);
 	return 0;
 }
 
@@ -767,8 +840,11 @@ static int viw_tx_step(struct viw_qp *qp)
 	/* Before anything is taken: the work item goes on from here. */
 	if (qp->tx_direct && !viw_tx_room(qp))
 		return -EAGAIN;
-	/* Answer the peer's READs between our messages. */
+	/* Answer the peer's READs and acknowledge, between our messages. */
 	if (!qp->eng->tx.active) {
+		rv = viw_tx_send_ack(qp);
+		if (rv)
+			return rv;
 		rv = viw_tx_read_resp(qp);
 		if (rv)
 			return rv;
@@ -845,7 +921,7 @@ static void viw_tx_terminate(struct viw_qp *qp)
 	    completion_done(&qp->term_done))
 		return;
 	if (qp->term_pending && qp->sock && !viw_tx_answer_reads(qp) &&
-	    !viw_tx_send_term(qp)) {
+	    !viw_tx_send_ack(qp) && !viw_tx_send_term(qp)) {
 		WRITE_ONCE(qp->term_sent, true);
 		viw_count(qp->vdev, VIW_CNT_TERM_SENT, 1);
 		trace_viw_term_sent(qp, &qp->term.cause);

@@ -434,6 +434,8 @@ static const struct viw_op_info viw_ops[VIW_RDMAP_OPCODE_MAX + 1] = {
 	[VIW_RDMAP_ATOMIC_RESP] = { .defined = true, .single = true,
 				    .qn = VIW_QN_ATOMIC_RESP,
 				    .body = VIW_RDMAP_ATOMIC_RESP_LEN },
+	[VIW_RDMAP_ACK] = { .defined = true, .single = true,
+			    .qn = VIW_QN_ACK, .body = VIW_RDMAP_ACK_LEN },
 };
 
 static bool viw_op_defined(u8 opcode)
@@ -684,6 +686,16 @@ void viw_atomic_resp_decode(const u8 *buf, struct viw_atomic_resp *resp)
 {
 	resp->req_id = viw_get_be32(buf);
 	resp->orig = viw_get_be64(buf + 4);
+}
+
+void viw_ack_encode(u8 *buf, u32 placed)
+{
+	viw_put_be32(buf, placed);
+}
+
+u32 viw_ack_decode(const u8 *buf)
+{
+	return viw_get_be32(buf);
 }
 
 void viw_imm_encode(u8 *buf, const struct viw_imm *imm)

@@ -181,7 +181,14 @@ enum viw_rdmap_opcode {
 	VIW_RDMAP_IMM_SE = 0x9,		/* Immediate Data with Solicited Event */
 	VIW_RDMAP_ATOMIC_REQ = 0xa,
 	VIW_RDMAP_ATOMIC_RESP = 0xb,
-	VIW_RDMAP_OPCODE_MAX = VIW_RDMAP_ATOMIC_RESP,
+	/*
+	 * viw's own, only between two viw QPs that agreed on it (a reserved
+	 * opcode of RFC 5040 and 7306): the responder acknowledges the
+	 * messages it placed, so that the requester's WQEs complete only
+	 * once the peer took them (docs/semantics.md, section 13).
+	 */
+	VIW_RDMAP_ACK = 0xc,
+	VIW_RDMAP_OPCODE_MAX = VIW_RDMAP_ACK,
 };
 
 /*
@@ -196,6 +203,7 @@ enum viw_ddp_qn {
 	VIW_QN_READ_REQ = 1,
 	VIW_QN_TERMINATE = 2,
 	VIW_QN_ATOMIC_RESP = 3,
+	VIW_QN_ACK = 4,			/* viw's acknowledgements */
 };
 
 #define VIW_DDP_TAGGED_HDR_LEN		14	/* ctrl, STag, TO */
@@ -205,6 +213,7 @@ enum viw_ddp_qn {
 #define VIW_RDMAP_ATOMIC_REQ_LEN	52	/* body of an Atomic Request */
 #define VIW_RDMAP_ATOMIC_RESP_LEN	12	/* body of an Atomic Response */
 #define VIW_RDMAP_IMM_LEN		8	/* Immediate Data header */
+#define VIW_RDMAP_ACK_LEN		4	/* body of a viw acknowledgement */
 /* Largest header viw sends or must parse before the payload. */
 #define VIW_MAX_HDR_LEN	(VIW_DDP_UNTAGGED_HDR_LEN + VIW_RDMAP_ATOMIC_REQ_LEN)
 
@@ -384,6 +393,13 @@ int viw_atomic_req_decode(const u8 *buf, struct viw_atomic_req *ar,
 			  struct viw_term_cause *cause);
 void viw_atomic_resp_encode(u8 *buf, const struct viw_atomic_resp *resp);
 void viw_atomic_resp_decode(const u8 *buf, struct viw_atomic_resp *resp);
+
+/*
+ * A viw acknowledgement's body: how many SEND-type and WRITE messages of
+ * the stream the responder has placed, modulo 2^32.
+ */
+void viw_ack_encode(u8 *buf, u32 placed);
+u32 viw_ack_decode(const u8 *buf);
 
 void viw_imm_encode(u8 *buf, const struct viw_imm *imm);
 /*

@@ -74,6 +74,8 @@ static void ddp_seed(u8 opcode, bool last)
 		h.qn = VIW_QN_READ_REQ;
 	if (opcode == VIW_RDMAP_ATOMIC_RESP)
 		h.qn = VIW_QN_ATOMIC_RESP;
+	if (opcode == VIW_RDMAP_ACK)
+		h.qn = VIW_QN_ACK;
 	h.inv_stag = opcode == VIW_RDMAP_SEND_INV ? 0x4321 : 0;
 	n = viw_ddp_encode(buf, sizeof(buf), &h);
 	if (n < 0) {
@@ -91,6 +93,9 @@ static void ddp_seed(u8 opcode, bool last)
 	} else if (opcode == VIW_RDMAP_ATOMIC_RESP) {
 		viw_atomic_resp_encode(buf + n, &resp);
 		n += VIW_RDMAP_ATOMIC_RESP_LEN;
+	} else if (opcode == VIW_RDMAP_ACK) {
+		viw_ack_encode(buf + n, 3);
+		n += VIW_RDMAP_ACK_LEN;
 	} else if (opcode == VIW_RDMAP_IMM || opcode == VIW_RDMAP_IMM_SE) {
 		viw_imm_encode(buf + n, &imm);
 		n += VIW_RDMAP_IMM_LEN;

@@ -8,22 +8,25 @@
 #include "wire_test.h"
 
 /* Expected viw_ddp_hdr_len() per opcode. */
-#define NUM_OPS 12
+#define NUM_OPS 13
 static const u32 hdr_lens[NUM_OPS] = {
-	14, 46, 14, 18, 18, 18, 18, 22, 26, 26, 70, 30,
+	14, 46, 14, 18, 18, 18, 18, 22, 26, 26, 70, 30, 22,
 };
 static const bool op_tagged[NUM_OPS] = { 1, 0, 1, 0, 0, 0, 0, 0 };
-static const u32 op_qn[NUM_OPS] = { 0, 1, 0, 0, 0, 0, 0, 2, 0, 0, 1, 3 };
+static const u32 op_qn[NUM_OPS] = { 0, 1, 0, 0, 0, 0, 0, 2, 0, 0, 1, 3, 4 };
 
 static bool op_defined(int op)
 {
 	return op < NUM_OPS && hdr_lens[op];
 }
 
-/* Read Request, TERMINATE and the atomics are single-segment messages. */
+/*
+ * Read Request, TERMINATE, the atomics and viw's acknowledgement are
+ * single-segment messages.
+ */
 static bool op_single(int op)
 {
-	return op == 1 || op == 7 || op == 10 || op == 11;
+	return op == 1 || op == 7 || op == 10 || op == 11 || op == 12;
 }
 
 static struct viw_ddp_hdr mk_hdr(u8 opcode)
@@ -357,7 +360,7 @@ static void test_encode_errors(void)
 	struct viw_ddp_hdr h = mk_hdr(VIW_RDMAP_SEND);
 	u8 buf[64];
 
-	h.opcode = 12;
+	h.opcode = 13;
 	CHECK_EQ(viw_ddp_encode(buf, sizeof(buf), &h), -EINVAL);
 	h.opcode = 0xff;
 	CHECK_EQ(viw_ddp_encode(buf, sizeof(buf), &h), -EINVAL);

@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * viw_remote_err: on a modify_qp connection between two viw QPs, SENDs
+ * and WRITEs complete on the responder's acknowledgement, so what the
+ * responder refuses fails the requester's own WR, as on InfiniBand
+ * (tests/vm/guest/remote-err.sh; docs/semantics.md section 13).
+ *
+ *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX]
+ *
+ * One process, a QP on each device, new QPs for each scenario:
+ *   acked        SENDs, WRITEs, a WRITE with immediate and a READ behind
+ *                them, signaled and not: every WR completes with success,
+ *                in order, and the data is placed before its completion
+ *   bad_rkey     WRITE ok, WRITE to an rkey that does not exist, WRITE
+ *                ok: SUCCESS, REM_ACCESS_ERR, WR_FLUSH_ERR; the first
+ *                placed, the others not; both QPs end in ERROR
+ *   no_access    a WRITE to an MR without remote write: REM_ACCESS_ERR
+ *   bad_recv     a SEND into a receive whose buffer is outside its MR:
+ *                the SEND REM_OP_ERR, the receive LOC_PROT_ERR
+ *
+ * Output: "PASS name" / "FAIL name: why" lines, "N passed, N failed".
+ */
+#include <endian.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "viw_test.h"
+
+#define BUF_SIZE	(64 << 10)
+#define MSG		1024
+#define DST_OFF		(32 << 10)	/* where WRITEs and SENDs land */
+#define FILL_A		0xa5
+#define FILL_B		0x5b
+#define WAIT_MS		10000
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;		/* the whole buffer, remote read/write */
+	struct ibv_mr *ro_mr;		/* the same buffer, no remote write */
+	struct ibv_qp *qp;
+	uint8_t *buf;
+	union ibv_gid gid;
+};
+
+static int side_open(struct side *s, const char *dev, int gid_index,
+		     uint8_t fill)
+{
+	s->ctx = vt_open_device(dev);
+	s->buf = vt_alloc_filled(BUF_SIZE, fill);
+	if (!s->ctx || !s->buf || ibv_query_gid(s->ctx, 1, gid_index, &s->gid))
+		return -1;
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = s->pd ? ibv_create_cq(s->ctx, 64, NULL, NULL, 0) : NULL;
+	s->mr = s->cq ? ibv_reg_mr(s->pd, s->buf, BUF_SIZE,
+				   IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ) : NULL;
+	s->ro_mr = s->mr ? ibv_reg_mr(s->pd, s->buf, BUF_SIZE,
+				      IBV_ACCESS_LOCAL_WRITE) : NULL;
+	return s->ro_mr ? 0 : -1;
+}
+
+static void side_close(struct side *s)
+{
+	if (s->qp)
+		ibv_destroy_qp(s->qp);
+	if (s->ro_mr)
+		ibv_dereg_mr(s->ro_mr);
+	if (s->mr)
+		ibv_dereg_mr(s->mr);
+	if (s->cq)
+		ibv_destroy_cq(s->cq);
+	if (s->pd)
+		ibv_dealloc_pd(s->pd);
+	if (s->ctx)
+		ibv_close_device(s->ctx);
+	free(s->buf);
+}
+
+static struct ibv_qp *new_qp(struct side *s)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(s->pd, &init);
+
+	if (qp && vt_qp_to_init(qp, IBV_ACCESS_REMOTE_WRITE |
+				IBV_ACCESS_REMOTE_READ)) {
+		ibv_destroy_qp(qp);
+		return NULL;
+	}
+	return qp;
+}
+
+/* Fresh QPs on both sides, connected: a scenario may leave them in ERROR. */
+static int connect_pair(struct side *a, struct side *b, int gid_index)
+{
+	if (a->qp)
+		ibv_destroy_qp(a->qp);
+	if (b->qp)
+		ibv_destroy_qp(b->qp);
+	a->qp = new_qp(a);
+	b->qp = new_qp(b);
+	if (!a->qp || !b->qp ||
+	    vt_qp_to_rtr(a->qp, gid_index, &b->gid, b->qp->qp_num) ||
+	    vt_qp_to_rtr(b->qp, gid_index, &a->gid, a->qp->qp_num) ||
+	    vt_qp_to_rts(a->qp, 14, 7) || vt_qp_to_rts(b->qp, 14, 7))
+		return -1;
+	return 0;
+}
+
+/* A receive of @len bytes at @addr of @s's buffer, lkey of its MR. */
+static int post_recv_at(struct side *s, uint64_t id, uint64_t addr,
+			uint32_t len)
+{
+	struct ibv_sge sge = { .addr = addr, .length = len,
+			       .lkey = s->mr->lkey };
+
+	return vt_post_recv(s->qp, id, &sge, 1);
+}
+
+/* One WR of a scenario, from @from's buffer at offset 0. */
+struct op {
+	enum ibv_wr_opcode opcode;
+	uint32_t rkey;
+	uint64_t raddr;
+	bool signaled;
+};
+
+static int post_ops(struct side *from, const struct op *ops, int n)
+{
+	struct ibv_send_wr wr[8] = {}, *bad;
+	struct ibv_sge sge[8];
+	int i;
+
+	if (n > 8)
+		return EINVAL;
+	for (i = 0; i < n; i++) {
+		sge[i] = (struct ibv_sge) { (uintptr_t)from->buf + i * MSG, MSG,
+					    from->mr->lkey };
+		wr[i].wr_id = i;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = ops[i].opcode;
+		wr[i].send_flags = ops[i].signaled ? IBV_SEND_SIGNALED : 0;
+		wr[i].imm_data = htobe32(0x1234);
+		wr[i].wr.rdma.remote_addr = ops[i].raddr;
+		wr[i].wr.rdma.rkey = ops[i].rkey;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	}
+	return ibv_post_send(from->qp, wr, &bad);
+}
+
+/*
+ * Poll @n completions of @s and check that completion k has wr_id
+ * @ids[k] and status @want[k].
+ */
+static void expect_wcs(const char *name, struct side *s, const uint64_t *ids,
+		       const enum ibv_wc_status *want, int n)
+{
+	struct ibv_wc wc[16];
+	int got = vt_poll_cq_until(s->cq, wc, n, vt_deadline_in(WAIT_MS)), k;
+
+	if (got != n) {
+		vt_fail(name, "%d of %d completions", got, n);
+		return;
+	}
+	for (k = 0; k < n; k++) {
+		if (wc[k].wr_id != ids[k] || wc[k].status != want[k]) {
+			vt_fail(name, "completion %d: wr_id %llu %s, want %llu %s",
+				k, (unsigned long long)wc[k].wr_id,
+				vt_wc_status_name(wc[k].status),
+				(unsigned long long)ids[k],
+				vt_wc_status_name(want[k]));
+			return;
+		}
+	}
+	vt_pass("%s", name);
+}
+
+static uint64_t dst(struct side *to, int k)
+{
+	return (uintptr_t)to->buf + DST_OFF + k * MSG;
+}
+
+/* Whether message @k of @from (its fill) landed at @to's slot @k. */
+static bool landed(struct side *to, int k, uint8_t fill)
+{
+	return vt_find_not(to->buf + DST_OFF + k * MSG, MSG, fill) < 0;
+}
+
+static void scenario_acked(struct side *a, struct side *b)
+{
+	const struct op ops[] = {
+		{ IBV_WR_SEND, 0, 0, true },
+		{ IBV_WR_RDMA_WRITE, b->mr->rkey, dst(b, 1), false },
+		{ IBV_WR_RDMA_WRITE_WITH_IMM, b->mr->rkey, dst(b, 2), true },
+		{ IBV_WR_RDMA_WRITE, b->mr->rkey, dst(b, 3), true },
+		{ IBV_WR_RDMA_READ, b->mr->rkey, dst(b, 4), true },
+	};
+	static const uint64_t ids[] = { 0, 2, 3, 4 };
+	static const enum ibv_wc_status ok[4] = { IBV_WC_SUCCESS };
+	static const uint64_t rids[] = { 10, 11 };
+	struct ibv_wc wc[2];
+
+	if (post_recv_at(b, 10, dst(b, 0), MSG) ||
+	    post_recv_at(b, 11, dst(b, 7), MSG) || post_ops(a, ops, 5)) {
+		vt_fail("acked", "post: %s", strerror(errno));
+		return;
+	}
+	expect_wcs("acked: requester completions in order", a, ids, ok, 4);
+	vt_check(landed(b, 0, FILL_A) && landed(b, 1, FILL_A) &&
+		 landed(b, 2, FILL_A) && landed(b, 3, FILL_A),
+		 "acked: data placed before the completions",
+		 "a message is missing at the responder");
+	vt_check(vt_find_not(a->buf + 4 * MSG, MSG, FILL_B) < 0,
+		 "acked: READ data", "READ response not placed");
+	vt_check(vt_poll_cq_until(b->cq, wc, 2, vt_deadline_in(WAIT_MS)) == 2 &&
+		 wc[0].wr_id == rids[0] && wc[1].wr_id == rids[1] &&
+		 wc[0].status == IBV_WC_SUCCESS &&
+		 wc[1].status == IBV_WC_SUCCESS,
+		 "acked: responder receives", "receives did not complete");
+}
+
+static void scenario_bad_rkey(struct side *a, struct side *b)
+{
+	const struct op ops[] = {
+		{ IBV_WR_RDMA_WRITE, b->mr->rkey, dst(b, 0), true },
+		{ IBV_WR_RDMA_WRITE, b->mr->rkey ^ 0x5500, dst(b, 1), true },
+		{ IBV_WR_RDMA_WRITE, b->mr->rkey, dst(b, 2), true },
+	};
+	static const uint64_t ids[] = { 0, 1, 2 };
+	static const enum ibv_wc_status want[] = {
+		IBV_WC_SUCCESS, IBV_WC_REM_ACCESS_ERR, IBV_WC_WR_FLUSH_ERR,
+	};
+
+	if (post_ops(a, ops, 3)) {
+		vt_fail("bad_rkey", "post: %s", strerror(errno));
+		return;
+	}
+	expect_wcs("bad_rkey: the refused WRITE fails, not the one before",
+		   a, ids, want, 3);
+	vt_check(landed(b, 0, FILL_A) && landed(b, 1, FILL_B) &&
+		 landed(b, 2, FILL_B), "bad_rkey: only the first placed",
+		 "placement does not match the completions");
+	vt_check(vt_wait_qp_state(a->qp, IBV_QPS_ERR, WAIT_MS) == IBV_QPS_ERR &&
+		 vt_wait_qp_state(b->qp, IBV_QPS_ERR, WAIT_MS) == IBV_QPS_ERR,
+		 "bad_rkey: both QPs in ERROR", "a QP is not in ERROR");
+}
+
+static void scenario_no_access(struct side *a, struct side *b)
+{
+	const struct op ops[] = {
+		{ IBV_WR_RDMA_WRITE, b->ro_mr->rkey, dst(b, 0), true },
+	};
+	static const uint64_t ids[] = { 0 };
+	static const enum ibv_wc_status want[] = { IBV_WC_REM_ACCESS_ERR };
+
+	if (post_ops(a, ops, 1)) {
+		vt_fail("no_access", "post: %s", strerror(errno));
+		return;
+	}
+	expect_wcs("no_access: WRITE without remote write REM_ACCESS_ERR",
+		   a, ids, want, 1);
+}
+
+static void scenario_bad_recv(struct side *a, struct side *b)
+{
+	const struct op ops[] = { { IBV_WR_SEND, 0, 0, true } };
+	static const uint64_t ids[] = { 0 }, rids[] = { 20 };
+	static const enum ibv_wc_status want[] = { IBV_WC_REM_OP_ERR };
+	static const enum ibv_wc_status rwant[] = { IBV_WC_LOC_PROT_ERR };
+
+	/* past the end of the MR: found only when the SEND arrives */
+	if (post_recv_at(b, 20, (uintptr_t)b->buf + BUF_SIZE, MSG) ||
+	    post_ops(a, ops, 1)) {
+		vt_fail("bad_recv", "post: %s", strerror(errno));
+		return;
+	}
+	expect_wcs("bad_recv: SEND REM_OP_ERR", a, ids, want, 1);
+	expect_wcs("bad_recv: receive LOC_PROT_ERR", b, rids, rwant, 1);
+}
+
+static void reset_bufs(struct side *a, struct side *b)
+{
+	memset(a->buf, FILL_A, BUF_SIZE);
+	memset(b->buf, FILL_B, BUF_SIZE);
+}
+
+static int run(const char *dev_a, const char *dev_b, int gid_index)
+{
+	void (*scenarios[])(struct side *, struct side *) = {
+		scenario_acked, scenario_bad_rkey, scenario_no_access,
+		scenario_bad_recv,
+	};
+	struct side a = {}, b = {};
+	size_t i;
+
+	if (side_open(&a, dev_a, gid_index, FILL_A) ||
+	    side_open(&b, dev_b, gid_index, FILL_B)) {
+		vt_fail("setup", "%s", strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+		reset_bufs(&a, &b);
+		if (connect_pair(&a, &b, gid_index)) {
+			vt_fail("connect", "%s", strerror(errno));
+			break;
+		}
+		scenarios[i](&a, &b);
+	}
+out:
+	side_close(&a);
+	side_close(&b);
+	return vt_finish();
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev_a = NULL, *dev_b = NULL;
+	int gid_index = 1, c;
+
+	while ((c = getopt(argc, argv, "a:b:g:")) != -1) {
+		switch (c) {
+		case 'a':
+			dev_a = optarg;
+			break;
+		case 'b':
+			dev_b = optarg;
+			break;
+		case 'g':
+			gid_index = atoi(optarg);
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (!dev_a || !dev_b) {
+		fprintf(stderr, "usage: %s -a DEV_A -b DEV_B [-g GID]\n",
+			argv[0]);
+		return 2;
+	}
+	vt_start(120);
+	return run(dev_a, dev_b, gid_index);
+}

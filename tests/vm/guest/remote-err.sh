@@ -1,0 +1,46 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# vmtest-timeout: 300
+#
+# Remote errors on the requester's own WR (docs/semantics.md section 13):
+# on a modify_qp connection between two viw QPs, SENDs and WRITEs complete
+# on the responder's acknowledgement.
+# - tests/functional/viw_remote_err.c: everything acknowledged completes
+#   in order with its data placed; a WRITE to a bad rkey fails with
+#   REM_ACCESS_ERR while the WRITE before it succeeds and the one after is
+#   flushed; a WRITE without remote write access REM_ACCESS_ERR; a SEND
+#   into a bad receive REM_OP_ERR, the receive LOC_PROT_ERR;
+# - the acknowledgement counters count them, and an rdma_cm connection
+#   (whose private data is the consumer's) sends none;
+# - ibv_rc_pingpong still ends cleanly on both sides: each side's last
+#   WQE completes on an acknowledgement that goes out before the FIN.
+. "$(dirname "$0")/../lib.sh"
+
+bin=$VIW_BUILD/tests/functional/viw_remote_err
+make_two_hosts viw
+
+sent0=$(port_counter "$DEV_B" acks_sent)
+rcvd0=$(port_counter "$DEV_A" acks_received)
+in_a "$bin" -a "$DEV_A" -b "$DEV_B" </dev/null >"$VIW_OUT/pair.log" 2>&1 ||
+	{ cat "$VIW_OUT/pair.log"; die "viw_remote_err failed"; }
+grep -E "^(PASS|INFO)" "$VIW_OUT/pair.log" | sed 's/^/  pair: /'
+sent=$(( $(port_counter "$DEV_B" acks_sent) - sent0 ))
+rcvd=$(( $(port_counter "$DEV_A" acks_received) - rcvd0 ))
+[ "$sent" -gt 0 ] && [ "$rcvd" -gt 0 ] ||
+	die "acknowledgements: $sent sent by $DEV_B, $rcvd received by $DEV_A"
+log "remote errors on the requester's WR ok ($sent acknowledgements sent, $rcvd received)"
+
+for n in 1 2 3; do
+	pingpong_pair ibv_rc_pingpong a b 1 -n 200 >/dev/null
+done
+log "ibv_rc_pingpong x3 ends cleanly on both sides"
+
+before="$(port_counter "$DEV_A" acks_sent) $(port_counter "$DEV_B" acks_sent)"
+rping_pair "$IP_B" 64 20
+after="$(port_counter "$DEV_A" acks_sent) $(port_counter "$DEV_B" acks_sent)"
+[ "$before" = "$after" ] ||
+	die "rdma_cm connection sent acknowledgements: $before -> $after"
+log "an rdma_cm connection sends no acknowledgements"
+
+wait_for 10 objects_zero "$DEV_A" || die "objects left on $DEV_A: $(objects_of "$DEV_A")"
+wait_for 10 objects_zero "$DEV_B" || die "objects left on $DEV_B: $(objects_of "$DEV_B")"
