@@ -35,6 +35,8 @@
 #define VIW_DIRECT_WAIT_DEFAULT	(15 * HZ)
 #define VIW_DIRECT_WAIT_MIN	(4 * HZ)
 #define VIW_DIRECT_WAIT_MAX	(60 * HZ)
+/* How long a reset QP's next RTR waits for its old stream to go. */
+#define VIW_DIRECT_REUSE_WAIT_MS	2000
 
 static const u8 viw_direct_magic[4] = { 'v', 'i', 'w', 'D' };
 static const struct viw_cep_owner viw_direct_owner;
@@ -172,6 +174,57 @@ static void viw_direct_deadline(struct work_struct *work)
 }
 
 /*
+ * The state of @qp's last modify_qp connection, for the next one: the QP
+ * was reset, its stream is gone and the deadline cancelled
+ * (viw_direct_prepare_reconnect()).  It stops accepting at once, under
+ * the lock the request lookups take.  state_lock held.
+ */
+static struct viw_direct_qp *viw_direct_reuse(struct viw_qp *qp)
+{
+	struct viw_direct_dev *dd = qp->vdev->direct;
+	struct viw_direct_qp *dq = qp->direct;
+
+	if (dd)
+		mutex_lock(&dd->lock);
+	dq->accepting = false;
+	if (dd)
+		mutex_unlock(&dd->lock);
+	qp->direct_started = false;
+	return dq;
+}
+
+/**
+ * viw_direct_prepare_reconnect - before a modify_qp to RTR with an address
+ *	vector (not under state_lock)
+ * @qp: the QP
+ *
+ * A QP the consumer moved through RESET after a modify_qp connection (as
+ * rdma-core's tests do to recover from an error) may connect again.  The
+ * RESET aborted the old stream; wait, a bounded time, until it is torn
+ * down (viw_qp_disconnect() clears qp->cep), so that the old deadline
+ * cannot fire into the new attempt, and drop the old connect attempt.
+ */
+void viw_direct_prepare_reconnect(struct viw_qp *qp)
+{
+	struct viw_direct_qp *dq = READ_ONCE(qp->direct);
+	struct viw_cep *connecting;
+	int ms;
+
+	if (!dq || READ_ONCE(qp->state) != IB_QPS_INIT)
+		return;
+	for (ms = 0; ms < VIW_DIRECT_REUSE_WAIT_MS && READ_ONCE(qp->cep); ms++)
+		usleep_range(1000, 2000);
+	cancel_delayed_work_sync(&dq->deadline);
+	mutex_lock(&qp->state_lock);
+	connecting = qp->state == IB_QPS_INIT && !qp->cep ? qp->connecting : NULL;
+	if (connecting)
+		qp->connecting = NULL;
+	mutex_unlock(&qp->state_lock);
+	if (connecting)
+		viw_cep_put(connecting);
+}
+
+/*
  * How long the stream may take to come up: 4.096 us * 2^timeout per try,
  * retry_cnt + 1 tries, as the IB attributes say, within [4 s, 60 s].
  */
@@ -230,8 +283,12 @@ int viw_direct_modify(struct viw_qp *qp, struct ib_qp_attr *attr, int mask)
 	if (attr->qp_state != IB_QPS_RTR || qp->state != IB_QPS_INIT ||
 	    !(mask & IB_QP_AV))
 		return 0;
-	/* One connection per QP; iw_cm's QPs are never in RTR here. */
-	if (qp->direct || qp->cep || !(mask & IB_QP_DEST_QPN) ||
+	/*
+	 * One connection at a time; iw_cm's QPs are never in RTR here.  A
+	 * QP reset after its modify_qp connection connects again once that
+	 * stream is gone (viw_direct_prepare_reconnect()).
+	 */
+	if (qp->cep || !(mask & IB_QP_DEST_QPN) ||
 	    !(rdma_ah_get_ah_flags(&attr->ah_attr) & IB_AH_GRH))
 		return -EINVAL;
 	if (grh->sgid_index == 0 ||
@@ -248,7 +305,7 @@ int viw_direct_modify(struct viw_qp *qp, struct ib_qp_attr *attr, int mask)
 	    attr->dest_qp_num == qp->ibqp.qp_num)
 		return -EINVAL;
 
-	dq = kzalloc(sizeof(*dq), GFP_KERNEL);
+	dq = qp->direct ? viw_direct_reuse(qp) : kzalloc(sizeof(*dq), GFP_KERNEL);
 	if (!dq)
 		return -ENOMEM;
 	dq->qp = qp;
@@ -299,8 +356,12 @@ static void viw_direct_fill(struct viw_direct_pdata *pd, u32 src, u32 dst)
 static bool viw_direct_match(struct viw_qp *qp, struct viw_cep *cep)
 {
 	struct viw_direct_qp *dq = qp->direct;
+	enum ib_qp_state state = READ_ONCE(qp->state);
 	union ib_gid peer;
 
+	/* A reset QP's old state accepts nothing. */
+	if (state != IB_QPS_RTR && state != IB_QPS_RTS)
+		return false;
 	if (!dq || dq->active || !dq->accepting || READ_ONCE(qp->cep))
 		return false;
 	viw_sa_to_gid(&cep->direct_peer, &peer);
@@ -311,15 +372,20 @@ static bool viw_direct_match(struct viw_qp *qp, struct viw_cep *cep)
 /*
  * May a request for @qp wait?  Only until @qp reaches RTR as acceptor:
  * the QP may have no modify_qp state yet, or have it from a modify_qp
- * that has not yet started accepting.  dd->lock held; the caller's QP
- * reference keeps qp->direct.
+ * that has not yet started accepting.  A QP in ERROR, RESET or INIT whose
+ * stream is gone may be reset and connect again (its peer recovering
+ * first): the request waits for that too, bounded like any wait.
+ * dd->lock held; the caller's QP reference keeps qp->direct.
  */
 static bool viw_direct_may_wait(struct viw_qp *qp)
 {
 	struct viw_direct_qp *dq = READ_ONCE(qp->direct);
+	enum ib_qp_state state = READ_ONCE(qp->state);
 
-	if (READ_ONCE(qp->state) == IB_QPS_ERR || READ_ONCE(qp->cep))
+	if (READ_ONCE(qp->cep))
 		return false;
+	if (state != IB_QPS_RTR && state != IB_QPS_RTS)
+		return true;
 	return !dq || (!dq->active && !dq->accepting);
 }
 

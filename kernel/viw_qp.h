@@ -160,6 +160,7 @@ static inline struct viw_qp *to_viw_qp(struct ib_qp *qp)
 
 /* viw_direct.c: connections made by modify_qp */
 int viw_direct_modify(struct viw_qp *qp, struct ib_qp_attr *attr, int mask);
+void viw_direct_prepare_reconnect(struct viw_qp *qp);
 void viw_direct_qp_destroy(struct viw_qp *qp);
 void viw_direct_start(struct viw_qp *qp);
 

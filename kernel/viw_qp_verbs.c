@@ -158,6 +158,9 @@ int viw_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	bool start = false, kick = false;
 	int rv;
 
+	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RTR &&
+	    (mask & IB_QP_AV))
+		viw_direct_prepare_reconnect(qp);
 	mutex_lock(&qp->state_lock);
 	rv = viw_qp_check_attr(qp, attr, mask);
 	/* Whether the attributes make or bound a modify_qp connection. */

@@ -190,6 +190,7 @@ bool viw_sq_publish(struct viw_context *ctx, struct viw_qp *qp,
 		    uint32_t first);
 int viw_sq_doorbell(struct ibv_qp *qp);
 bool viw_cq_pop(struct viw_cq *cq, struct ibv_wc *wc);
+void viw_cq_clean(struct viw_cq *cq, uint32_t qpn);
 
 /* viw_post_ex.c: ibv_wr_*() on an extended QP, ibv_cq_ex polling */
 #define VIW_QP_EX_SEND_OPS \

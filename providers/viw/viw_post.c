@@ -625,6 +625,40 @@ bool viw_cq_pop(struct viw_cq *cq, struct ibv_wc *wc)
 	return true;
 }
 
+/*
+ * Remove the CQEs of QP @qpn from @cq: a QP moved to RESET leaves no
+ * completion behind, as libibverbs' consumers expect (mlx4 and mlx5 do
+ * the same), so that a QP reset and connected again does not hand out
+ * the flushes of its old life.  The CQEs of other QPs keep their order
+ * and move up to close the gaps.  The kernel writes only slots this side
+ * released (viw_rp_cq_push()), so the run of valid CQEs from head on is
+ * ours to rewrite while it keeps producing behind it.
+ */
+void viw_cq_clean(struct viw_cq *cq, uint32_t qpn)
+{
+	struct viw_ring *ring = &cq->q.ring;
+	uint32_t end = ring->head, i, freed = 0;
+
+	pthread_spin_lock(&cq->q.lock);
+	while (end - ring->head < ring->num_slots &&
+	       (viw_rp_cqe_flags(viw_ring_slot(ring, end)) & VIW_CQE_VALID))
+		end++;
+	for (i = end; i != ring->head;) {
+		struct viw_cqe *cqe = viw_ring_slot(ring, --i);
+
+		if (cqe->qp_id == qpn)
+			freed++;
+		else if (freed)
+			memcpy(viw_ring_slot(ring, i + freed), cqe, sizeof(*cqe));
+	}
+	for (i = 0; i < freed; i++)
+		viw_rp_cqe_release(viw_ring_slot(ring, ring->head + i));
+	ring->head += freed;
+	if (freed)
+		viw_ring_publish_cons(ring);
+	pthread_spin_unlock(&cq->q.lock);
+}
+
 int viw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct viw_cq *cq = to_viw_cq(ibcq);

@@ -523,8 +523,17 @@ struct ibv_qp *viw_create_qp_ex(struct ibv_context *ctx,
 int viw_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	struct ibv_modify_qp cmd = {};
+	int rv;
 
-	return ibv_cmd_modify_qp(qp, attr, attr_mask, &cmd, sizeof(cmd));
+	rv = ibv_cmd_modify_qp(qp, attr, attr_mask, &cmd, sizeof(cmd));
+	if (rv || !(attr_mask & IBV_QP_STATE) || attr->qp_state != IBV_QPS_RESET)
+		return rv;
+	/* The kernel emptied the queues; the CQs drop what the QP left. */
+	if (qp->recv_cq)
+		viw_cq_clean(to_viw_cq(qp->recv_cq), qp->qp_num);
+	if (qp->send_cq && qp->send_cq != qp->recv_cq)
+		viw_cq_clean(to_viw_cq(qp->send_cq), qp->qp_num);
+	return 0;
 }
 
 int viw_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,

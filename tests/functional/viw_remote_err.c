@@ -15,8 +15,13 @@
  *                ok: SUCCESS, REM_ACCESS_ERR, WR_FLUSH_ERR; the first
  *                placed, the others not; both QPs end in ERROR
  *   no_access    a WRITE to an MR without remote write: REM_ACCESS_ERR
- *   bad_recv     a SEND into a receive whose buffer is outside its MR:
- *                the SEND REM_OP_ERR, the receive LOC_PROT_ERR
+ *   bad_recv     a SEND into a receive whose MR was deregistered after
+ *                the post: the SEND REM_OP_ERR, the receive LOC_PROT_ERR
+ *   restate      after bad_recv left both QPs in ERROR, a receive posted
+ *                in ERROR is flushed, then both go through RESET and
+ *                connect again (b first, as pyverbs' restate does): the
+ *                flush's CQE went with the RESET, and a SEND and a WRITE
+ *                complete with success
  *
  * Output: "PASS name" / "FAIL name: why" lines, "N passed, N failed".
  */
@@ -277,15 +282,66 @@ static void scenario_bad_recv(struct side *a, struct side *b)
 	static const uint64_t ids[] = { 0 }, rids[] = { 20 };
 	static const enum ibv_wc_status want[] = { IBV_WC_REM_OP_ERR };
 	static const enum ibv_wc_status rwant[] = { IBV_WC_LOC_PROT_ERR };
+	struct ibv_mr *gone = ibv_reg_mr(b->pd, b->buf, BUF_SIZE,
+					 IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge = { (uintptr_t)b->buf + DST_OFF, MSG,
+			       gone ? gone->lkey : 0 };
 
-	/* past the end of the MR: found only when the SEND arrives */
-	if (post_recv_at(b, 20, (uintptr_t)b->buf + BUF_SIZE, MSG) ||
+	/*
+	 * A receive valid when posted, whose MR is gone when the SEND comes
+	 * (pyverbs' rereg tests do it with rereg_mr): found only then.
+	 */
+	if (!gone || vt_post_recv(b->qp, 20, &sge, 1) || ibv_dereg_mr(gone) ||
 	    post_ops(a, ops, 1)) {
-		vt_fail("bad_recv", "post: %s", strerror(errno));
+		vt_fail("bad_recv", "setup: %s", strerror(errno));
 		return;
 	}
 	expect_wcs("bad_recv: SEND REM_OP_ERR", a, ids, want, 1);
 	expect_wcs("bad_recv: receive LOC_PROT_ERR", b, rids, rwant, 1);
+}
+
+static int restate_one(struct side *s, struct side *peer, int gid_index)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RESET };
+
+	if (ibv_modify_qp(s->qp, &attr, IBV_QP_STATE) ||
+	    vt_qp_to_init(s->qp, IBV_ACCESS_REMOTE_WRITE |
+			  IBV_ACCESS_REMOTE_READ) ||
+	    vt_qp_to_rtr(s->qp, gid_index, &peer->gid, peer->qp->qp_num))
+		return -1;
+	return vt_qp_to_rts(s->qp, 14, 7);
+}
+
+/* After scenario_bad_recv: the same QPs, reset and connected again. */
+static void scenario_restate(struct side *a, struct side *b, int gid_index)
+{
+	const struct op ops[] = {
+		{ IBV_WR_SEND, 0, 0, true },
+		{ IBV_WR_RDMA_WRITE, b->mr->rkey, dst(b, 1), true },
+	};
+	static const uint64_t ids[] = { 0, 1 }, rids[] = { 30 };
+	static const enum ibv_wc_status ok[2] = { IBV_WC_SUCCESS };
+
+	struct ibv_sge sge = { (uintptr_t)a->buf + DST_OFF, MSG, a->mr->lkey };
+
+	/* a flushed receive: its CQE must go with the RESET */
+	if (vt_wait_qp_state(a->qp, IBV_QPS_ERR, WAIT_MS) != IBV_QPS_ERR ||
+	    vt_post_recv(a->qp, 99, &sge, 1) ||
+	    restate_one(b, a, gid_index) || restate_one(a, b, gid_index)) {
+		vt_fail("restate", "RESET and connect again: %s",
+			strerror(errno));
+		return;
+	}
+	memset(b->buf, FILL_B, BUF_SIZE);
+	if (post_recv_at(b, 30, dst(b, 0), MSG) || post_ops(a, ops, 2)) {
+		vt_fail("restate", "post: %s", strerror(errno));
+		return;
+	}
+	expect_wcs("restate: SEND and WRITE after RESET and a new connection",
+		   a, ids, ok, 2);
+	expect_wcs("restate: the receive", b, rids, ok, 1);
+	vt_check(landed(b, 0, FILL_A) && landed(b, 1, FILL_A),
+		 "restate: data placed", "a message is missing");
 }
 
 static void reset_bufs(struct side *a, struct side *b)
@@ -316,6 +372,8 @@ static int run(const char *dev_a, const char *dev_b, int gid_index)
 		}
 		scenarios[i](&a, &b);
 	}
+	if (i == sizeof(scenarios) / sizeof(scenarios[0]))
+		scenario_restate(&a, &b, gid_index);
 out:
 	side_close(&a);
 	side_close(&b);

@@ -86,6 +86,24 @@ against toolong 1 --recvs 1 --fatal -- \
 	"fpdu-raw:hdr=$(imm_hdr 0x41 8 0 1 0 1 1),len=100" expect-term:layer=1,type=2,code=5
 log "hostile Immediate Data: no buffer, QN, MSN, length, flags, L, too long"
 
+# viw's acknowledgements (docs/semantics.md §13), flags bit 1 (value 2):
+# ack_hdr MSN COUNT: an acknowledgement on queue 4, as hex for fpdu-raw.
+ack_hdr() { printf '%02x%02x00000000%08x%08x%08x%08x' 0x41 0x4c 4 "$1" 0 "$2"; }
+# A WRITE with immediate is two messages: it completes once both are
+# acknowledged (the peer reads them first, so the count is of messages
+# sent), and not before.
+against acked 3 --post write-imm --want-sq success -- \
+	read-fpdus:count=2,secs=10 "fpdu-raw:hdr=$(ack_hdr 1 2)" read-fpdus:secs=2
+# Refused: from a peer that did not offer them, a count of messages never
+# sent, an MSN out of sequence.
+against ack-unwanted 1 --recvs 1 --fatal -- "fpdu-raw:hdr=$(ack_hdr 1 0)" \
+	expect-term:layer=0,type=2,code=6
+against ack-ahead 3 --recvs 1 --fatal -- "fpdu-raw:hdr=$(ack_hdr 1 5)" \
+	expect-term:layer=1,type=2,code=3
+against ack-msn 3 --recvs 1 --fatal -- "fpdu-raw:hdr=$(ack_hdr 2 0)" \
+	expect-term:layer=1,type=2,code=3
+log "acknowledgements: a WRITE with immediate completes on its count; unwanted, ahead, bad MSN refused"
+
 # A peer that does not offer it: nothing goes out, its messages are refused.
 against old-out 0 --post write-imm --want-sq loc_qp_op_err -- read-fpdus:secs=3
 if grep -E "FPDU (WRITE|IMM)" "$VIW_OUT/old-out.peer"; then

@@ -15,11 +15,11 @@
 . "$(dirname "$0")/../lib.sh"
 
 suite=$VIW_BUILD/pyverbs/tests
-# What passes today, less a margin (74 measured: the atomics, memory
-# windows, rereg, device memory and immediate data included; issue 9 aims
-# at 80; see docs/semantics.md §8 for why most of the rest is skipped on
-# any RC-only iWARP device).
-min_ok=${PYVERBS_MIN_OK:-72}
+# What passes today, less a margin (81 measured: the atomics, memory
+# windows, rereg, device memory, immediate data and the remote-error tests
+# included; issue 9 aims at 80; see docs/semantics.md §8 for why most of
+# the rest is skipped on any RC-only iWARP device).
+min_ok=${PYVERBS_MIN_OK:-80}
 if [ ! -f "$suite/run_tests.py" ]; then
 	echo "SKIP: rdma-core's tests/ not found in $suite (tests/vm/pyverbs-prepare)"
 	exit 0
@@ -91,46 +91,29 @@ known_error() {
 	*) return 1 ;;
 	esac
 }
-# Tests that assert InfiniBand's completion semantics for a remote access
-# violation.  On InfiniBand a WRITE or SEND completes only once the
-# responder acknowledged it, so the violation fails that WR with "Remote
-# access error" or "Remote operation error".  On iWARP it completes once
-# sent (RFC 5040 §4.1, RDMAC verbs), the responder ends the stream with a
-# TERMINATE, and the suite's next step sees what that left: its check of
-# the target finds the old data (the WRITE through the invalidated window
-# or the MR without REMOTE_WRITE was not placed), or the next completion
-# is flushed or fails locally.  Each is checked by name and exact message.
+# test_mr_rereg_pd moves its MR to another PD, then posts a receive with
+# it: viw checks a receive WQE when it is posted (docs/host-interface.md,
+# the hostile-process rules), so that receive fails at once, with
+# LOC_PROT_ERR, the QP goes to ERROR without a TERMINATE, and the peer's
+# SEND is flushed; InfiniBand checks it when a SEND uses it and NAKs that
+# SEND with "Remote operation error".  Checked by name and exact message.
 last_exception() {
 	awk -v t="$1" '
 		/^(ERROR|FAIL): / { inblk = index($0, ": " t " (") > 0 }
 		inblk && /^[A-Za-z_.]*(Error|Exception): / { last = $0 }
 		END { print last }' "$out"
 }
-known_iwarp_result() {
-	local what
-	what=$(last_exception "$1")
-	case $1 in
-	test_invalidate_mw_type1 | test_mw_type2_invalidate_local | \
-	test_mw_type2_invalidate_remote | test_mw_type2_invalidate_dealloc | \
-	test_mr_rereg_access_bad_flow)
-		echo "$what" | grep -qE '^pyverbs\.pyverbs_error\.PyverbsError: Data validation failure: expected c+, received s+$' ;;
-	test_mr_rereg_pd | test_mr_rereg_addr)
-		echo "$what" | grep -qE '^AssertionError: "Remote operation error" does not match "Completion status is (WR flush error|Local protection error)"$' ;;
-	# The window is bound (wr_bind_mw completes) and the WRITE through it
-	# without rights is refused with a TERMINATE, but the WRITE had
-	# completed once sent (tests/functional/viw_verbs_ex.py "bind").
-	test_qp_ex_rc_bind_mw)
-		echo "$what" | grep -qE '^pyverbs\.pyverbs_error\.PyverbsRDMAError: Completion status is Success$' ;;
-	*) return 1 ;;
-	esac
+known_viw_result() {
+	[ "$1" = test_mr_rereg_pd ] &&
+		[ "$(last_exception "$1")" = 'AssertionError: "Remote operation error" does not match "Completion status is WR flush error"' ]
 }
 known=0
 for t in $(sed -n 's/^\(ERROR\|FAIL\): \(test_[a-z0-9_]*\) .*/\2/p' "$out"); do
 	if known_error "$t"; then
 		echo "known iWARP error of the suite: $t"
 		known=$((known + 1))
-	elif known_iwarp_result "$t"; then
-		echo "known iWARP completion semantics: $t: $(last_exception "$t")" | cut -c1-160
+	elif known_viw_result "$t"; then
+		echo "known viw difference (receives checked when posted): $t"
 		known=$((known + 1))
 	fi
 done
@@ -148,6 +131,9 @@ result_of() {
 		found && /^(ok|FAIL|ERROR|skipped)/ { print; exit }' "$out"
 }
 # The RC traffic tests this device can run must run, not skip, and pass.
+# Those that expect a remote access violation to fail the requester's own
+# WR pass since SENDs and WRITEs complete on the responder's
+# acknowledgement (docs/semantics.md §13).
 # Device memory (docs/semantics.md §11): all but test_import_dm.
 # The extended verbs (docs/host-interface.md, "Extended verbs"): ibv_wr_*
 # on ibv_create_qp_ex QPs, ibv_start_poll on ibv_create_cq_ex CQs, parent
@@ -169,6 +155,10 @@ for t in test_cq_events_rc test_ro_rc_traffic test_rdmacm_sync_traffic \
 	 test_qp_ex_rc_atomic_cmp_swp test_qp_ex_rc_atomic_fetch_add \
 	 test_qp_ex_rc_send_imm test_qp_ex_rc_rdma_write_imm \
 	 test_mw_type1 test_mw_type2 test_reg_mw_wrong_type test_mr_rereg_access \
+	 test_invalidate_mw_type1 test_mw_type2_invalidate_local \
+	 test_mw_type2_invalidate_remote test_mw_type2_invalidate_dealloc \
+	 test_mr_rereg_access_bad_flow test_mr_rereg_addr \
+	 test_qp_ex_rc_bind_mw \
 	 test_create_dm test_destroy_dm test_create_dm_bad_flow \
 	 test_destroy_dm_bad_flow test_dm_write test_dm_write_bad_flow \
 	 test_dm_read test_multi_process_alloc_dm test_create_dm_mr \
