@@ -62,7 +62,7 @@ int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->max_qp_wr = VIW_MAX_QP_WR;
 	attr->max_send_sge = VIW_MAX_SGE;
 	attr->max_recv_sge = VIW_MAX_SGE;
-	attr->max_sge_rd = VIW_MAX_SGE;
+	attr->max_sge_rd = VIW_MAX_SGE_RD;
 	attr->max_cq = VIW_MAX_CQ;
 	attr->max_cqe = VIW_MAX_CQE;
 	attr->max_mr = VIW_MAX_MR;
@@ -91,8 +91,13 @@ int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	 * with -EOPNOTSUPP (viw_alloc_pd), and drop the connection cleanly.
 	 */
 	attr->max_fast_reg_page_list_len = VIW_MAX_FR_PAGES;
-	/* IBK_ALLOW_USER_UNREG: "rdma link delete" may remove the device. */
-	attr->kernel_cap_flags = IBK_LOCAL_DMA_LKEY | IBK_ALLOW_USER_UNREG;
+	/*
+	 * IBK_ALLOW_USER_UNREG: "rdma link delete" may remove the device.
+	 * No IBK_LOCAL_DMA_LKEY: every kernel PD gets a DMA MR of its own
+	 * from the core (ib_alloc_pd calls viw_get_dma_mr), so that its
+	 * local_dma_lkey names that PD and no other.
+	 */
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	return 0;
 }
 

@@ -279,6 +279,7 @@ struct ib_mr *viw_get_dma_mr(struct ib_pd *pd, int access)
 	mr = viw_mr_alloc(pd, access);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
+	mr->dma = true;
 	mr->iova = 0;
 	mr->length = U64_MAX;
 	return viw_mr_publish(vdev, mr);
@@ -402,6 +403,23 @@ void viw_mr_put(struct viw_mr *mr)
 		queue_work(viw_mem_wq, &mr->free_work);
 }
 
+/*
+ * A DMA MR's range must lie in the direct map, where virt_to_page() finds
+ * its pages: a kernel consumer's bad address, or a peer's guess at one
+ * through the rkey of a remotely accessible DMA MR, is refused instead of
+ * touching memory that nobody gave the device.  The direct map is
+ * contiguous, so its ends decide.
+ */
+static bool viw_dma_range_valid(u64 addr, u32 len)
+{
+	u64 last = addr + (len ? len - 1 : 0);
+
+	if (addr != (unsigned long)addr || last != (unsigned long)last)
+		return false;
+	return virt_addr_valid((void *)(unsigned long)addr) &&
+	       virt_addr_valid((void *)(unsigned long)last);
+}
+
 /**
  * viw_mr_get - look up an STag for the data path
  * @vdev: the device
@@ -433,13 +451,14 @@ struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
 	if (!mr)
 		return NULL;
 
-	if (mr->ibmr.pd != pd || !mr->pages) {
+	if (mr->ibmr.pd != pd || (!mr->pages && !mr->dma)) {
 		cause->ecode = VIW_DDP_EC_T_STAG_NOT_ASSOC;
 	} else if ((READ_ONCE(mr->access) & access) != access) {
 		cause->layer = VIW_TERM_RDMAP;
 		cause->etype = VIW_RDMAP_ET_REMOTE_PROT;
 		cause->ecode = VIW_RDMAP_EC_ACCESS;
-	} else if (!viw_mr_covers(mr, addr, len)) {
+	} else if (!viw_mr_covers(mr, addr, len) ||
+		   (mr->dma && !viw_dma_range_valid(addr, len))) {
 		cause->ecode = VIW_DDP_EC_T_BASE_BOUNDS;
 	} else {
 		return mr;
@@ -457,6 +476,11 @@ static u32 viw_mr_locate(const struct viw_mr *mr, u64 addr,
 {
 	u64 off = addr - mr->iova + mr->page_offset;
 
+	if (mr->dma) {
+		*page = virt_to_page((void *)(unsigned long)addr);
+		*offset = offset_in_page(addr);
+		return PAGE_SIZE - *offset;
+	}
 	*page = mr->pages[off >> PAGE_SHIFT];
 	*offset = off & ~PAGE_MASK;
 	return PAGE_SIZE - *offset;

@@ -19,6 +19,13 @@ struct viw_mr {
 	 */
 	struct page **pages;
 	unsigned long num_pages;
+	/*
+	 * A DMA MR (get_dma_mr, a kernel PD's local_dma_lkey): its
+	 * addresses are kernel virtual addresses in the direct map, which
+	 * is what a virtual-DMA device (ib_uses_virt_dma) gets from the
+	 * core's ib_dma_map_*().
+	 */
+	bool dma;
 	u32 page_offset;		/* of iova within pages[0] */
 	u64 iova;
 	u64 length;

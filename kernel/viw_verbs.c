@@ -89,16 +89,13 @@ static void viw_disassociate_ucontext(struct ib_ucontext *ibuctx)
 {
 }
 
+/*
+ * A PD without udata is a kernel consumer's (viw_kverbs.c has its post
+ * and poll verbs).  The core gives it its local_dma_lkey from get_dma_mr:
+ * viw has no device-wide one (viw_query_device).
+ */
 static int viw_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	/*
-	 * viw has no kernel QPs or CQs yet, so a kernel consumer can do
-	 * nothing with a PD: refuse it at the first resource.  A ULP that
-	 * kept its PD after a later failure would otherwise pin the device
-	 * (nfsd does on a failed accept in Linux 6.1).
-	 */
-	if (!udata)
-		return -EOPNOTSUPP;
 	if (!viw_obj_get(to_viw_dev(ibpd->device), VIW_OBJ_PD))
 		return -ENOMEM;
 	return 0;

@@ -37,7 +37,9 @@ int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge)
 	wq->done = 0;
 	wq->failed = false;
 	wq->max_sge = max_sge;
+	wq->prod = 0;
 	spin_lock_init(&wq->lock);
+	spin_lock_init(&wq->post_lock);
 	return 0;
 }
 
@@ -142,6 +144,7 @@ static void viw_sq_report(struct viw_qp *qp, u8 status)
 	struct viw_sqe *sqe = viw_wq_shadow(&qp->sq, qp->sq.done);
 	struct viw_cqe_info info = {
 		.wr_id = sqe->wr_id,
+		.ibqp = &qp->ibqp,
 		.qp_id = qp->ibqp.qp_num,
 		.opcode = viw_sqe_cqe_opcode(sqe),
 		.status = status,
@@ -267,6 +270,7 @@ static u32 viw_wq_flush_locked(struct viw_qp *qp, struct viw_wq *wq,
 			struct viw_rqe *rqe = viw_wq_shadow(wq, wq->done);
 			struct viw_cqe_info info = {
 				.wr_id = rqe->wr_id,
+				.ibqp = &qp->ibqp,
 				.qp_id = qp->ibqp.qp_num,
 				.opcode = VIW_CQE_OP_RECV,
 				.status = status ? : VIW_CQE_WR_FLUSH_ERR,
