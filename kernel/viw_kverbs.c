@@ -121,6 +121,27 @@ static int viw_ksqe_atomic(struct viw_sqe *sqe, const struct ib_send_wr *wr,
 	return 0;
 }
 
+/*
+ * IB_WR_REG_MR: the MR's range as map_mr_sg left it, and the new key.  The
+ * engine finds the MR by the index of the key, which must be the MR's
+ * own (ib_update_fast_reg_key changes only the key byte).
+ */
+static int viw_ksqe_reg_mr(struct viw_sqe *sqe, const struct ib_reg_wr *rwr)
+{
+	struct viw_bind_mw b = {};
+
+	if (viw_stag_index(rwr->key) != viw_stag_index(rwr->mr->lkey) ||
+	    rwr->mr->type != IB_MR_TYPE_MEM_REG)
+		return -EINVAL;
+	b.addr = rwr->mr->iova;
+	b.length = rwr->mr->length;
+	b.access = rwr->access;
+	memcpy(sqe->sge, &b, sizeof(b));
+	sqe->opcode = VIW_OP_REG_MR;
+	sqe->rkey = rwr->key;
+	return 0;
+}
+
 /* WRITE, WRITE with immediate, READ: the remote buffer. */
 static void viw_ksqe_rdma(struct viw_sqe *sqe, const struct ib_send_wr *wr,
 			  u8 opcode)
@@ -158,6 +179,7 @@ static int viw_ksqe_opcode(struct viw_sqe *sqe, const struct ib_send_wr *wr,
 		sqe->inv_stag = (__force u32)wr->ex.imm_data;
 		return 0;
 	case IB_WR_RDMA_READ:
+	case IB_WR_RDMA_READ_WITH_INV:
 		viw_ksqe_rdma(sqe, wr, VIW_OP_READ);
 		return 0;
 	case IB_WR_ATOMIC_CMP_AND_SWP:
@@ -171,6 +193,9 @@ static int viw_ksqe_opcode(struct viw_sqe *sqe, const struct ib_send_wr *wr,
 		sqe->opcode = VIW_OP_LOCAL_INV;
 		sqe->inv_stag = wr->ex.invalidate_rkey;
 		return 0;
+	case IB_WR_REG_MR:
+		*data = false;
+		return viw_ksqe_reg_mr(sqe, reg_wr(wr));
 	default:
 		return -EINVAL;
 	}
@@ -214,6 +239,47 @@ static int viw_ksqe_build(struct viw_qp *qp, struct viw_sqe *sqe,
 			      qp->sq.max_sge);
 }
 
+/*
+ * IB_WR_RDMA_READ_WITH_INV (the rw API's READ on iWARP, rdma_cap_read_inv)
+ * invalidates its sink once the READ is done: the STag of its one SGE,
+ * which the Read Request names (as siw does; ex.invalidate_rkey is the
+ * key from before the rw API's ib_update_fast_reg_key).  It becomes the
+ * READ and a fenced Local Invalidate of the sink behind it: the fence
+ * holds the invalidation until the READ's response is placed, and the
+ * next REG_MR of the MR comes after both in send queue order.  The
+ * invalidation is quiet: the READ's completion is the work request's,
+ * and a failure fails the QP, which flushes what follows.
+ */
+static void viw_ksqe_read_inv(struct viw_sqe *inv, const struct ib_send_wr *wr)
+{
+	memset(inv, 0, sizeof(*inv));
+	inv->wr_id = wr->wr_id;
+	inv->flags = VIW_WQE_VALID | VIW_WQE_FENCE | VIW_WQE_QUIET;
+	inv->opcode = VIW_OP_LOCAL_INV;
+	inv->inv_stag = wr->sg_list[0].lkey;
+}
+
+/* Post one work request: one SQE, or two for a READ with invalidate. */
+static int viw_kpost_one_send(struct viw_qp *qp, const struct ib_send_wr *wr)
+{
+	struct viw_wq *sq = &qp->sq;
+	struct viw_sqe sqe, inv;
+	int rv;
+
+	rv = viw_ksqe_build(qp, &sqe, wr);
+	if (rv)
+		return rv;
+	if (wr->opcode != IB_WR_RDMA_READ_WITH_INV)
+		return viw_kring_post(&sq->ring, &sq->prod, &sqe);
+	if (wr->num_sge != 1)
+		return -EINVAL;
+	if (viw_rp_wq_room(sq->ring.ctrl, sq->prod, sq->ring.num_slots) < 2)
+		return -ENOMEM;
+	viw_ksqe_read_inv(&inv, wr);
+	rv = viw_kring_post(&sq->ring, &sq->prod, &sqe);
+	return rv ? rv : viw_kring_post(&sq->ring, &sq->prod, &inv);
+}
+
 /**
  * viw_kpost_send - post_send of a kernel consumer
  * @qp: a kernel QP
@@ -231,19 +297,21 @@ int viw_kpost_send(struct viw_qp *qp, const struct ib_send_wr *wr,
 		   const struct ib_send_wr **bad_wr)
 {
 	struct viw_wq *sq = &qp->sq;
-	struct viw_sqe sqe;
 	unsigned long flags;
 	int rv = 0;
 
 	spin_lock_irqsave(&sq->post_lock, flags);
 	for (; wr; wr = wr->next) {
-		rv = viw_ksqe_build(qp, &sqe, wr);
-		if (!rv)
-			rv = viw_kring_post(&sq->ring, &sq->prod, &sqe);
+		rv = viw_kpost_one_send(qp, wr);
 		if (rv)
 			break;
 	}
 	spin_unlock_irqrestore(&sq->post_lock, flags);
+	if (rv == -EINVAL)
+		ibdev_info_ratelimited(qp->ibqp.device,
+				       "QP %u: malformed work request: opcode %d flags %#x num_sge %d\n",
+				       qp->ibqp.qp_num, wr->opcode,
+				       wr->send_flags, wr->num_sge);
 	if (rv)
 		*bad_wr = wr;
 	viw_qp_sq_doorbell(qp);
@@ -374,6 +442,8 @@ static enum ib_wc_opcode viw_wc_opcode(u8 opcode)
 		return IB_WC_LOCAL_INV;
 	case VIW_CQE_OP_RECV_RDMA_IMM:
 		return IB_WC_RECV_RDMA_WITH_IMM;
+	case VIW_CQE_OP_REG_MR:
+		return IB_WC_REG_MR;
 	default:
 		return IB_WC_SEND;
 	}

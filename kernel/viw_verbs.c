@@ -119,6 +119,7 @@ const struct ib_device_ops viw_verbs_ops = {
 
 	.alloc_dm = viw_alloc_dm,
 	.alloc_hw_port_stats = viw_alloc_hw_port_stats,
+	.alloc_mr = viw_alloc_mr,
 	.alloc_mw = viw_alloc_mw,
 	.alloc_pd = viw_alloc_pd,
 	.alloc_ucontext = viw_alloc_ucontext,
@@ -149,6 +150,7 @@ const struct ib_device_ops viw_verbs_ops = {
 	.iw_get_qp = viw_iw_get_qp,
 	.iw_reject = viw_iw_reject,
 	.iw_rem_ref = viw_iw_rem_ref,
+	.map_mr_sg = viw_map_mr_sg,
 	.mmap = viw_mmap,
 	.mmap_free = viw_mmap_free,
 	.modify_qp = viw_modify_qp,

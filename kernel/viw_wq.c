@@ -114,6 +114,8 @@ static u8 viw_sqe_cqe_opcode(const struct viw_sqe *sqe)
 		return VIW_CQE_OP_BIND_MW;
 	case VIW_OP_LOCAL_INV:
 		return VIW_CQE_OP_LOCAL_INV;
+	case VIW_OP_REG_MR:
+		return VIW_CQE_OP_REG_MR;
 	default:
 		return VIW_CQE_OP_SEND;
 	}
@@ -152,6 +154,9 @@ static void viw_sq_report(struct viw_qp *qp, u8 status)
 	};
 	bool report = status != VIW_CQE_SUCCESS || qp->sq_sig_all ||
 		      (sqe->flags & VIW_WQE_SIGNALED);
+
+	if ((sqe->flags & VIW_WQE_QUIET) && viw_qp_is_kernel(qp))
+		report = false;
 
 	viw_wq_retire(&qp->sq);
 	if (report)
