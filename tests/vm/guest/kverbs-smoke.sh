@@ -5,7 +5,9 @@
 # Kernel verbs smoke test (issue 14): the kernel's own NVMe over Fabrics
 # target and host run over viw's kernel QPs, CQs and fast registration.
 # nvmet + nvmet-rdma export a memory-backed null_blk; the kernel host
-# (nvme-rdma, through /dev/nvme-fabrics: nvme-cli is not needed) connects,
+# (nvme-rdma, through /dev/nvme-fabrics: nvme-cli is not needed) connects
+# with a poll queue too (its CQ is IB_POLL_DIRECT; the others are
+# nvme-rdma's IB_POLL_SOFTIRQ and nvmet-rdma's IB_POLL_WORKQUEUE), and
 # data written with O_DIRECT reads back the same, the controller is
 # deleted, every module unloads, and viw's object counts are back to 0.
 #
@@ -60,13 +62,16 @@ connect_host() {
 	local out rc=0
 	run modprobe nvme-rdma || die "nvme-rdma did not load"
 	log "nvme-rdma connect to $IP_U:4420"
-	out=$(timeout -k 5 90 sh -c "echo 'transport=rdma,traddr=$IP_U,trsvcid=4420,nqn=$NQN,nr_io_queues=2' >/dev/nvme-fabrics" 2>&1) || rc=$?
+	out=$(timeout -k 5 90 sh -c "echo 'transport=rdma,traddr=$IP_U,trsvcid=4420,nqn=$NQN,nr_io_queues=2,nr_poll_queues=1' >/dev/nvme-fabrics" 2>&1) || rc=$?
 	echo "    ${out:-(no output)} (exit $rc)"
 	[ "$rc" = 0 ] || die "nvme-rdma could not connect over viw"
 	wait_for 30 nvme_disk || die "no namespace appeared"
 	DISK=/dev/$(nvme_disk)
 	wait_for 10 test -b "$DISK" || die "$DISK is not a block device"
 	log "connected: $DISK ($(cat /sys/block/${DISK#/dev/}/size) sectors)"
+	dmesg | grep -E 'default/read/poll queues' | sed 's/^/    /'
+	dmesg | grep -qE 'mapped [0-9]+/[0-9]+/[1-9][0-9]* default/read/poll' ||
+		bad "no poll queue (IB_POLL_DIRECT CQ) was created"
 	rdma res show qp 2>&1 | sed 's/^/    /' | head -20
 }
 
