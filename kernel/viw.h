@@ -53,7 +53,7 @@
 #define VIW_MAX_DM_SIZE		SZ_1M
 #define VIW_MAX_DM_TOTAL	(32 * SZ_1M)
 #define VIW_MAX_DM		1024
-#define VIW_MAX_FR_PAGES	256	/* reported only: see viw_query_device */
+#define VIW_MAX_FR_PAGES	256	/* pages of a fast-register MR */
 #define VIW_VENDOR_ID		0x766977	/* "viw" */
 #define VIW_GID_TBL_LEN		16		/* layout: viw_gid.c */
 /*

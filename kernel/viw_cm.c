@@ -719,6 +719,21 @@ static int viw_cep_connect_sock(struct viw_cep *cep, struct socket *sock,
 	return rv;
 }
 
+/*
+ * The namespace a connection is made in: the caller's for a process, as
+ * for any socket it opens.  A kernel consumer connects from a work item
+ * (rdma_cm's, rpciod), whose namespace is the initial one whatever the
+ * ULP was set up in; its connection goes where the device's netdev is,
+ * where rdma_cm found the route.  Not a kernel socket: it holds the
+ * namespace, which must not go while the connection lives.
+ */
+static struct net *viw_cep_connect_net(struct viw_cep *cep)
+{
+	if (viw_qp_is_kernel(cep->qp))
+		return dev_net(cep->vdev->netdev);
+	return current->nsproxy->net_ns;
+}
+
 static int viw_cep_bind_connect(struct viw_cep *cep, struct iw_cm_id *cm_id)
 {
 	struct sockaddr *laddr = (struct sockaddr *)&cm_id->m_local_addr;
@@ -731,7 +746,8 @@ static int viw_cep_bind_connect(struct viw_cep *cep, struct iw_cm_id *cm_id)
 
 	if (family != AF_INET && family != AF_INET6)
 		return -EAFNOSUPPORT;
-	rv = sock_create(family, SOCK_STREAM, IPPROTO_TCP, &sock);
+	rv = __sock_create(viw_cep_connect_net(cep), family, SOCK_STREAM,
+			   IPPROTO_TCP, &sock, 0);
 	if (rv)
 		return rv;
 	return viw_cep_connect_sock(cep, sock, laddr, raddr, alen);

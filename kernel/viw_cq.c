@@ -8,49 +8,64 @@
  * reading the CQE.  A process that never consumes therefore overflows its
  * own CQ and nothing else.
  */
+#include <linux/slab.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
 #include "viw_queue.h"
 #include "viw_verbs.h"
 
+/* A process's CQ: its ring is mapped, and the provider polls it. */
+static int viw_cq_expose(struct viw_cq *cq, struct ib_udata *udata)
+{
+	struct viw_uresp_create_cq uresp = {};
+	int rv;
+
+	if (udata->outlen < sizeof(uresp))
+		return -EINVAL;
+	rv = viw_ring_expose(&cq->ring, udata, &uresp.ring_key);
+	if (rv)
+		return rv;
+	uresp.num_cqe = cq->ring.num_slots;
+	uresp.ring_size = cq->ring.size;
+	return ib_copy_to_udata(udata, &uresp, sizeof(uresp));
+}
+
+/* A kernel consumer's CQ: viw_poll_cq() reads the ring in its place. */
+static int viw_cq_kernel_init(struct viw_cq *cq)
+{
+	cq->wc_qp = kvcalloc(cq->ring.num_slots, sizeof(*cq->wc_qp),
+			     GFP_KERNEL);
+	return cq->wc_qp ? 0 : -ENOMEM;
+}
+
 static int viw_cq_create(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			 struct ib_udata *udata)
 {
 	struct viw_device *vdev = to_viw_dev(ibcq->device);
 	struct viw_cq *cq = to_viw_cq(ibcq);
-	struct viw_uresp_create_cq uresp = {};
 	int rv;
 
 	if (attr->flags)
 		return -EOPNOTSUPP;
-	/* Kernel consumers come with the kernel post paths, not yet. */
-	if (!udata)
-		return -EOPNOTSUPP;
 	if (attr->cqe < 1 || attr->cqe > VIW_MAX_CQE)
-		return -EINVAL;
-	if (udata->outlen < sizeof(uresp))
 		return -EINVAL;
 	if (!viw_obj_get(vdev, VIW_OBJ_CQ))
 		return -ENOMEM;
 
 	spin_lock_init(&cq->lock);
 	cq->prod = 0;
+	cq->cons = 0;
 	cq->overflowed = false;
+	cq->wc_qp = NULL;
 	rv = viw_ring_alloc(&cq->ring, roundup_pow_of_two(attr->cqe),
 			    sizeof(struct viw_cqe));
 	if (rv)
 		goto err_count;
-	rv = viw_ring_expose(&cq->ring, udata, &uresp.ring_key);
+	rv = udata ? viw_cq_expose(cq, udata) : viw_cq_kernel_init(cq);
 	if (rv)
 		goto err_ring;
-
 	ibcq->cqe = cq->ring.num_slots;
-	uresp.num_cqe = cq->ring.num_slots;
-	uresp.ring_size = cq->ring.size;
-	rv = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
-	if (rv)
-		goto err_ring;
 	return 0;
 
 err_ring:
@@ -79,6 +94,7 @@ int viw_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	struct viw_cq *cq = to_viw_cq(ibcq);
 
 	viw_ring_free(&cq->ring);
+	kvfree(cq->wc_qp);
 	viw_obj_put(to_viw_dev(ibcq->device), VIW_OBJ_CQ);
 	return 0;
 }
@@ -130,6 +146,8 @@ int viw_cq_push(struct viw_cq *cq, const struct viw_cqe_info *info)
 		viw_rp_kflags_add(ctrl, VIW_RING_KF_OVERFLOW);
 		goto out;
 	}
+	if (cq->wc_qp)
+		cq->wc_qp[(cq->prod - 1) & (cq->ring.num_slots - 1)] = info->ibqp;
 	notify = viw_rp_cq_take_arm(ctrl, info->flags & VIW_CQE_SOLICITED);
 out:
 	spin_unlock_irqrestore(&cq->lock, irqflags);
@@ -139,18 +157,4 @@ out:
 	if (notify && cq->ibcq.comp_handler)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 	return rv;
-}
-
-/*
- * A user CQ is polled by the provider from the mapped ring; the uverbs
- * poll command has nothing to add.
- */
-int viw_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
-{
-	return -EOPNOTSUPP;
-}
-
-int viw_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
-{
-	return -EOPNOTSUPP;
 }

@@ -62,14 +62,15 @@ int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->max_qp_wr = VIW_MAX_QP_WR;
 	attr->max_send_sge = VIW_MAX_SGE;
 	attr->max_recv_sge = VIW_MAX_SGE;
-	attr->max_sge_rd = VIW_MAX_SGE;
+	attr->max_sge_rd = VIW_MAX_SGE_RD;
 	attr->max_cq = VIW_MAX_CQ;
 	attr->max_cqe = VIW_MAX_CQE;
 	attr->max_mr = VIW_MAX_MR;
 	attr->max_mw = VIW_MAX_MW;
 	attr->max_dm_size = VIW_MAX_DM_SIZE;
 	attr->device_cap_flags = IB_DEVICE_MEM_WINDOW |
-				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B |
+				 IB_DEVICE_MEM_MGT_EXTENSIONS;
 	attr->max_pd = VIW_MAX_PD;
 	attr->max_qp_rd_atom = VIW_MAX_IRD;
 	attr->max_qp_init_rd_atom = VIW_MAX_ORD;
@@ -80,19 +81,18 @@ int viw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->max_pkeys = 1;
 	attr->atomic_cap = viw_atomic_cap();
 	/*
-	 * viw has no fast registration yet, so IB_DEVICE_MEM_MGT_EXTENSIONS
-	 * stays clear and the ULPs that need it refuse the device (rpcrdma's
-	 * frwr_query_device, nvme-rdma, srp, iser).  The page-list length is
-	 * non-zero all the same: the rw API takes every iWARP device for one
-	 * that registers memory and divides by it (rdma_rw_mr_factor, from
-	 * svc_rdma_accept, isert, nvmet-rdma; rtrs-srv divides too), which
-	 * with 0 is a divide error a remote peer triggers.  With this value
-	 * those ULPs get as far as their first kernel PD, which viw refuses
-	 * with -EOPNOTSUPP (viw_alloc_pd), and drop the connection cleanly.
+	 * Fast registration (viw_alloc_mr): an MR's page list has at most
+	 * this many pages.  The rw API and the ULPs size their MRs by it,
+	 * and divide by it (rdma_rw_mr_factor).
 	 */
 	attr->max_fast_reg_page_list_len = VIW_MAX_FR_PAGES;
-	/* IBK_ALLOW_USER_UNREG: "rdma link delete" may remove the device. */
-	attr->kernel_cap_flags = IBK_LOCAL_DMA_LKEY | IBK_ALLOW_USER_UNREG;
+	/*
+	 * IBK_ALLOW_USER_UNREG: "rdma link delete" may remove the device.
+	 * No IBK_LOCAL_DMA_LKEY: every kernel PD gets a DMA MR of its own
+	 * from the core (ib_alloc_pd calls viw_get_dma_mr), so that its
+	 * local_dma_lkey names that PD and no other.
+	 */
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	return 0;
 }
 

@@ -24,7 +24,7 @@
 #include <linux/skbuff.h>
 #include <rdma/ib_umem.h>
 
-#include "viw_mem.h"
+#include "viw_qp.h"
 #include "viw_verbs.h"
 
 #define VIW_STAG_INDEX_MAX	((1U << (32 - VIW_STAG_KEY_BITS)) - 1)
@@ -59,12 +59,15 @@ static struct viw_mr *viw_mr_load(struct viw_device *vdev, u32 stag)
 	return xa_pointer_tag(entry) ? NULL : entry;
 }
 
-/* Does @stag name a registered MR?  Caller holds the RCU read lock. */
-bool viw_stag_is_mr(struct viw_device *vdev, u32 stag)
+/*
+ * The STag that names @mr now: a fast-register MR's last registration
+ * (0 while invalid), every other MR's own.  Acquire pairs with the
+ * release in viw_mr_fast_reg(): a lookup that matches sees the range.
+ */
+static u32 viw_mr_cur_stag(const struct viw_mr *mr)
 {
-	struct viw_mr *mr = viw_mr_load(vdev, stag);
-
-	return mr && mr->ibmr.lkey == stag;
+	/* Pairs with smp_store_release() in viw_mr_fast_reg(). */
+	return mr->fast ? smp_load_acquire(&mr->fr_stag) : mr->ibmr.lkey;
 }
 
 /*
@@ -104,7 +107,7 @@ static void viw_mr_free(struct viw_device *vdev, struct viw_mr *mr)
 	unsigned long i;
 
 	/* A pages MR holds its own reference on each page. */
-	if (!mr->umem && mr->pages)
+	if (!mr->umem && !mr->fast && mr->pages)
 		for (i = 0; i < mr->num_pages; i++)
 			put_page(mr->pages[i]);
 	kvfree(mr->pages);
@@ -279,9 +282,183 @@ struct ib_mr *viw_get_dma_mr(struct ib_pd *pd, int access)
 	mr = viw_mr_alloc(pd, access);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
+	mr->dma = true;
 	mr->iova = 0;
 	mr->length = U64_MAX;
 	return viw_mr_publish(vdev, mr);
+}
+
+/*
+ * Fast registration (IBA 10.6.3.3 and 10.7, RFC 5040's STag lifecycle):
+ * alloc_mr makes an MR that is invalid until a REG_MR work request,
+ * executed by the transmit engine in send queue order, gives it a range
+ * and an STag; LOCAL_INV, or the peer's SEND with Invalidate, makes it
+ * invalid again.  map_mr_sg fills its page list in between, while it is
+ * invalid.
+ */
+struct ib_mr *viw_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
+			   u32 max_num_sg)
+{
+	struct viw_device *vdev = to_viw_dev(pd->device);
+	struct viw_mr *mr;
+
+	if (type != IB_MR_TYPE_MEM_REG)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!max_num_sg || max_num_sg > VIW_MAX_FR_PAGES)
+		return ERR_PTR(-EINVAL);
+	mr = viw_mr_alloc(pd, 0);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	mr->fast = true;
+	mr->max_pages = max_num_sg;
+	mr->pages = kvcalloc(max_num_sg, sizeof(*mr->pages), GFP_KERNEL);
+	if (!mr->pages) {
+		viw_mr_free(vdev, mr);
+		return ERR_PTR(-ENOMEM);
+	}
+	return viw_mr_publish(vdev, mr);
+}
+
+/* ib_sg_to_pages() calls this for each page: a direct-map address. */
+static int viw_fr_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct viw_mr *mr = to_viw_mr(ibmr);
+	void *va = (void *)(unsigned long)addr;
+
+	if (mr->num_pages >= mr->max_pages)
+		return -ENOMEM;
+	if (addr != (unsigned long)addr || !virt_addr_valid(va))
+		return -EINVAL;
+	mr->pages[mr->num_pages++] = virt_to_page(va);
+	return 0;
+}
+
+int viw_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		  unsigned int *sg_offset)
+{
+	struct viw_mr *mr = to_viw_mr(ibmr);
+
+	/* The page list indexes whole pages: viw_mr_locate(). */
+	if (!mr->fast || ibmr->page_size != PAGE_SIZE)
+		return -EINVAL;
+	mr->num_pages = 0;
+	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, viw_fr_set_page);
+}
+
+#define VIW_FR_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ | \
+			 IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)
+
+/* A fast-register MR of @qp's PD by the index of @stag; RCU held. */
+static struct viw_mr *viw_fr_load(struct viw_qp *qp, u32 stag)
+{
+	struct viw_mr *mr = viw_mr_load(qp->vdev, stag);
+
+	if (!mr || !mr->fast || mr->ibmr.pd != qp->ibqp.pd)
+		return NULL;
+	return mr;
+}
+
+/* Whether the registration @b fits the pages map_mr_sg gave @mr. */
+static bool viw_fr_fits(const struct viw_mr *mr, const struct viw_bind_mw *b)
+{
+	u64 first = b->addr & ~PAGE_MASK;
+
+	if (!b->length || b->access & ~VIW_FR_ACCESS)
+		return false;
+	return b->length <= (u64)mr->num_pages * PAGE_SIZE - first;
+}
+
+/**
+ * viw_mr_fast_reg - execute a VIW_OP_REG_MR WQE
+ * @qp: the kernel QP it was posted to (transmit engine context)
+ * @sqe: the kernel's copy of the WQE
+ *
+ * The MR must be invalid (IBA 10.7.2.5: registering a valid one fails).
+ * A process cannot post one: its PDs have no fast-register MRs, and its
+ * QPs are refused all the same.
+ * Return: VIW_CQE_SUCCESS, or the status the WQE completes with.
+ */
+u8 viw_mr_fast_reg(struct viw_qp *qp, const struct viw_sqe *sqe)
+{
+	struct viw_bind_mw b;
+	struct viw_mr *mr;
+	u8 status = VIW_CQE_LOC_PROT_ERR;
+
+	if (!viw_qp_is_kernel(qp))
+		return VIW_CQE_LOC_QP_OP_ERR;
+	memcpy(&b, sqe->sge, sizeof(b));
+	rcu_read_lock();
+	mr = viw_fr_load(qp, sqe->rkey);
+	if (mr && !READ_ONCE(mr->fr_stag) && viw_fr_fits(mr, &b)) {
+		mr->iova = b.addr;
+		mr->length = b.length;
+		mr->page_offset = b.addr & ~PAGE_MASK;
+		WRITE_ONCE(mr->access, b.access);
+		/* Publishes the range to lookups (viw_mr_cur_stag()). */
+		smp_store_release(&mr->fr_stag, sqe->rkey);
+		status = VIW_CQE_SUCCESS;
+	}
+	rcu_read_unlock();
+	return status;
+}
+
+/* Invalidate @mr if @stag is its STag now; under RCU. */
+static bool viw_fr_invalidate(struct viw_mr *mr, u32 stag)
+{
+	return cmpxchg(&mr->fr_stag, stag, 0) == stag;
+}
+
+/* Local Invalidate of a fast-register MR of the QP's PD. */
+u8 viw_mr_local_inv(struct viw_qp *qp, u32 stag)
+{
+	struct viw_mr *mr;
+	bool done;
+
+	rcu_read_lock();
+	mr = viw_fr_load(qp, stag);
+	done = mr && stag && viw_fr_invalidate(mr, stag);
+	rcu_read_unlock();
+	return done ? VIW_CQE_SUCCESS : VIW_CQE_LOC_QP_OP_ERR;
+}
+
+/**
+ * viw_mr_remote_inv - the peer's SEND with Invalidate names an MR's STag
+ * @qp: the QP whose stream carried it
+ * @stag: the STag, which is no window's
+ * @cause: set to the TERMINATE cause on failure
+ *
+ * RFC 5040 §6.10 leaves it to the RNIC which STags may be invalidated;
+ * IBA 10.6.7.2.6 and 10.7.2.6 allow it for fast-register MRs of the QP's
+ * PD only.  A registered MR (ibv_reg_mr, reg_user_mr, a DMA or a device
+ * memory MR) cannot be invalidated, by the peer least of all.
+ * Return: 0 or -EINVAL.
+ */
+int viw_mr_remote_inv(struct viw_qp *qp, u32 stag,
+		      struct viw_term_cause *cause)
+{
+	struct viw_mr *mr;
+	int rv = -EINVAL;
+
+	cause->layer = VIW_TERM_RDMAP;
+	rcu_read_lock();
+	mr = viw_mr_load(qp->vdev, stag);
+	if (!mr || viw_mr_cur_stag(mr) != stag || !stag) {
+		cause->etype = VIW_RDMAP_ET_REMOTE_PROT;
+		cause->ecode = VIW_RDMAP_EC_INVALID_STAG;
+	} else if (!mr->fast) {
+		cause->etype = VIW_RDMAP_ET_REMOTE_OP;
+		cause->ecode = VIW_RDMAP_EC_CANNOT_INVALIDATE;
+	} else if (mr->ibmr.pd != qp->ibqp.pd) {
+		cause->etype = VIW_RDMAP_ET_REMOTE_PROT;
+		cause->ecode = VIW_RDMAP_EC_STAG_NOT_ASSOC;
+	} else if (viw_fr_invalidate(mr, stag)) {
+		rv = 0;
+	} else {
+		cause->etype = VIW_RDMAP_ET_REMOTE_PROT;
+		cause->ecode = VIW_RDMAP_EC_INVALID_STAG;
+	}
+	rcu_read_unlock();
+	return rv;
 }
 
 /*
@@ -402,6 +579,23 @@ void viw_mr_put(struct viw_mr *mr)
 		queue_work(viw_mem_wq, &mr->free_work);
 }
 
+/*
+ * A DMA MR's range must lie in the direct map, where virt_to_page() finds
+ * its pages: a kernel consumer's bad address, or a peer's guess at one
+ * through the rkey of a remotely accessible DMA MR, is refused instead of
+ * touching memory that nobody gave the device.  The direct map is
+ * contiguous, so its ends decide.
+ */
+static bool viw_dma_range_valid(u64 addr, u32 len)
+{
+	u64 last = addr + (len ? len - 1 : 0);
+
+	if (addr != (unsigned long)addr || last != (unsigned long)last)
+		return false;
+	return virt_addr_valid((void *)(unsigned long)addr) &&
+	       virt_addr_valid((void *)(unsigned long)last);
+}
+
 /**
  * viw_mr_get - look up an STag for the data path
  * @vdev: the device
@@ -425,7 +619,8 @@ struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
 	rcu_read_lock();
 	/* A window's STag is no lkey, and serves viw_mr_get_remote() only. */
 	mr = viw_mr_load(vdev, stag);
-	if (!mr || mr->ibmr.lkey != stag || !refcount_inc_not_zero(&mr->ref)) {
+	if (!mr || viw_mr_cur_stag(mr) != stag ||
+	    !refcount_inc_not_zero(&mr->ref)) {
 		cause->ecode = VIW_DDP_EC_T_INVALID_STAG;
 		mr = NULL;
 	}
@@ -433,13 +628,14 @@ struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
 	if (!mr)
 		return NULL;
 
-	if (mr->ibmr.pd != pd || !mr->pages) {
+	if (mr->ibmr.pd != pd || (!mr->pages && !mr->dma)) {
 		cause->ecode = VIW_DDP_EC_T_STAG_NOT_ASSOC;
 	} else if ((READ_ONCE(mr->access) & access) != access) {
 		cause->layer = VIW_TERM_RDMAP;
 		cause->etype = VIW_RDMAP_ET_REMOTE_PROT;
 		cause->ecode = VIW_RDMAP_EC_ACCESS;
-	} else if (!viw_mr_covers(mr, addr, len)) {
+	} else if (!viw_mr_covers(mr, addr, len) ||
+		   (mr->dma && !viw_dma_range_valid(addr, len))) {
 		cause->ecode = VIW_DDP_EC_T_BASE_BOUNDS;
 	} else {
 		return mr;
@@ -457,6 +653,11 @@ static u32 viw_mr_locate(const struct viw_mr *mr, u64 addr,
 {
 	u64 off = addr - mr->iova + mr->page_offset;
 
+	if (mr->dma) {
+		*page = virt_to_page((void *)(unsigned long)addr);
+		*offset = offset_in_page(addr);
+		return PAGE_SIZE - *offset;
+	}
 	*page = mr->pages[off >> PAGE_SHIFT];
 	*offset = off & ~PAGE_MASK;
 	return PAGE_SIZE - *offset;

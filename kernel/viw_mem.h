@@ -19,6 +19,24 @@ struct viw_mr {
 	 */
 	struct page **pages;
 	unsigned long num_pages;
+	/*
+	 * A DMA MR (get_dma_mr, a kernel PD's local_dma_lkey): its
+	 * addresses are kernel virtual addresses in the direct map, which
+	 * is what a virtual-DMA device (ib_uses_virt_dma) gets from the
+	 * core's ib_dma_map_*().
+	 */
+	bool dma;
+	/*
+	 * A fast-register MR (alloc_mr): pages[] holds max_pages entries,
+	 * num_pages of them mapped by map_mr_sg, in the direct map and
+	 * without references (the kernel consumer owns them).  It is valid
+	 * while fr_stag, the STag its last REG_MR gave it, is not 0; lookups
+	 * match that STag, not ibmr.lkey, which the consumer changes
+	 * before it posts the REG_MR (ib_update_fast_reg_key).
+	 */
+	bool fast;
+	u32 max_pages;
+	u32 fr_stag;
 	u32 page_offset;		/* of iova within pages[0] */
 	u64 iova;
 	u64 length;
@@ -59,10 +77,13 @@ static inline u32 viw_stag_index(u32 stag)
 }
 
 int viw_stag_alloc(struct viw_device *vdev, void *entry, u32 *index);
-bool viw_stag_is_mr(struct viw_device *vdev, u32 stag);
 bool viw_mr_covers(const struct viw_mr *mr, u64 addr, u64 len);
 bool viw_mr_hold_for_mw(struct viw_device *vdev, struct viw_mr *mr);
 u8 viw_mw_bind(struct viw_qp *qp, const struct viw_sqe *sqe);
+u8 viw_mr_fast_reg(struct viw_qp *qp, const struct viw_sqe *sqe);
+u8 viw_mr_local_inv(struct viw_qp *qp, u32 stag);
+int viw_mr_remote_inv(struct viw_qp *qp, u32 stag,
+		      struct viw_term_cause *cause);
 u8 viw_mw_local_inv(struct viw_qp *qp, u32 stag);
 int viw_mw_remote_inv(struct viw_qp *qp, u32 stag,
 		      struct viw_term_cause *cause);

@@ -242,7 +242,10 @@ u8 viw_mw_bind(struct viw_qp *qp, const struct viw_sqe *sqe)
 	return status;
 }
 
-/* Local Invalidate: type 2 windows of the QP's PD only (IBA 10.6.7.2.5). */
+/*
+ * Local Invalidate: type 2 windows (IBA 10.6.7.2.5) and fast-register
+ * MRs (viw_mem.c) of the QP's PD only.
+ */
 u8 viw_mw_local_inv(struct viw_qp *qp, u32 stag)
 {
 	struct viw_mr *mr = NULL;
@@ -252,16 +255,17 @@ u8 viw_mw_local_inv(struct viw_qp *qp, u32 stag)
 
 	rcu_read_lock();
 	win = viw_window_load(qp->vdev, stag);
-	if (win) {
-		spin_lock_irqsave(&win->lock, flags);
-		if (!win->dead && win->stag == stag &&
-		    win->type == IB_MW_TYPE_2 && win->pd == qp->ibqp.pd &&
-		    win->mr) {
-			mr = viw_window_unbind(win);
-			status = VIW_CQE_SUCCESS;
-		}
-		spin_unlock_irqrestore(&win->lock, flags);
+	if (!win) {
+		rcu_read_unlock();
+		return viw_mr_local_inv(qp, stag);
 	}
+	spin_lock_irqsave(&win->lock, flags);
+	if (!win->dead && win->stag == stag && win->type == IB_MW_TYPE_2 &&
+	    win->pd == qp->ibqp.pd && win->mr) {
+		mr = viw_window_unbind(win);
+		status = VIW_CQE_SUCCESS;
+	}
+	spin_unlock_irqrestore(&win->lock, flags);
 	rcu_read_unlock();
 	viw_window_release_mr(mr);
 	return status;
@@ -302,9 +306,10 @@ static int viw_window_check_inv(struct viw_window *win, struct viw_qp *qp,
  * @stag: the STag to invalidate
  * @cause: set to the TERMINATE cause on failure
  *
- * Only a type 2 window bound through @qp can be invalidated: viw has no
- * fast-register MRs, and neither MRs nor type 1 windows may be
- * invalidated remotely (RFC 5040 §6.10, IBA 10.6.7.2.6).
+ * Only a type 2 window bound through @qp, or a fast-register MR of its
+ * PD (viw_mr_remote_inv()), can be invalidated: neither other MRs nor
+ * type 1 windows may be invalidated remotely (RFC 5040 §6.10, IBA
+ * 10.6.7.2.6).
  * Return: 0 or -EINVAL.
  */
 int viw_mw_remote_inv(struct viw_qp *qp, u32 stag,
@@ -325,9 +330,8 @@ int viw_mw_remote_inv(struct viw_qp *qp, u32 stag,
 		if (!rv)
 			mr = viw_window_unbind(win);
 		spin_unlock_irqrestore(&win->lock, flags);
-	} else if (!viw_stag_is_mr(qp->vdev, stag)) {
-		viw_inv_cause(cause, VIW_RDMAP_ET_REMOTE_PROT,
-			      VIW_RDMAP_EC_INVALID_STAG);
+	} else {
+		rv = viw_mr_remote_inv(qp, stag, cause);
 	}
 	rcu_read_unlock();
 	viw_window_release_mr(mr);

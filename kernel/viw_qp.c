@@ -360,15 +360,20 @@ void viw_iw_rem_ref(struct ib_qp *ibqp)
 
 /*
  * iw_cm looks a QP up by the number rdma_connect or rdma_accept names, in
- * the context of the process that called them: only that process's own
- * QPs may be named, never another's (its creator, as restrack records
- * it).  A modify_qp connection needs no such check: modify_qp acts on the
- * caller's own QP handle.
+ * the context of the caller: a process may name only its own QPs, never
+ * another's (its creator, as restrack records it).  A kernel consumer's QP
+ * has no creator task; the ULPs connect and accept from their kernel
+ * threads and work items (the rdma_cm and iw_cm work queues, rpciod, nfsd),
+ * and only those may name one: a process that guessed its number through
+ * rdma_ucm must not take it over.  A modify_qp connection needs no such
+ * check: modify_qp acts on the caller's own QP handle.
  */
 static bool viw_qp_owned_by_current(struct viw_qp *qp)
 {
 	struct task_struct *owner = qp->ibqp.res.task;
 
+	if (viw_qp_is_kernel(qp))
+		return current->flags & PF_KTHREAD;
 	return owner && same_thread_group(owner, current);
 }
 
@@ -406,7 +411,11 @@ static int viw_rq_doorbell(struct viw_qp *qp)
 		ibdev_info_ratelimited(qp->ibqp.device,
 				       "QP %u: invalid receive WQE\n",
 				       qp->ibqp.qp_num);
-		viw_qp_enter_error(qp);
+		/* A kernel consumer may post from atomic context. */
+		if (viw_qp_is_kernel(qp))
+			viw_qp_fail(qp, NULL);
+		else
+			viw_qp_enter_error(qp);
 	}
 	return 0;
 }
@@ -431,7 +440,8 @@ static void viw_qp_send_after_close(struct viw_qp *qp)
  */
 static void viw_qp_sq_start(struct viw_qp *qp)
 {
-	if (!viw_tx_direct(qp))
+	/* A kernel consumer may post in atomic context: never send there. */
+	if (viw_qp_is_kernel(qp) || !viw_tx_direct(qp))
 		viw_tx_kick(qp);
 }
 

@@ -29,6 +29,9 @@ struct viw_wq {
 	u32 max_sge;
 	bool failed;			/* SQ: a WQE failed, flush the later */
 	spinlock_t lock;
+	/* a kernel QP's producer side (viw_kverbs.c) */
+	spinlock_t post_lock;
+	u32 prod;
 };
 
 /* What MPA negotiated for a connection (viw_qp_connect). */
@@ -158,6 +161,12 @@ static inline struct viw_qp *to_viw_qp(struct ib_qp *qp)
 	return container_of(qp, struct viw_qp, ibqp);
 }
 
+/* A kernel consumer's QP: its rings are in kernel memory only. */
+static inline bool viw_qp_is_kernel(const struct viw_qp *qp)
+{
+	return !qp->uctx;
+}
+
 /* viw_direct.c: connections made by modify_qp */
 int viw_direct_modify(struct viw_qp *qp, struct ib_qp_attr *attr, int mask);
 void viw_direct_prepare_reconnect(struct viw_qp *qp);
@@ -273,5 +282,11 @@ int viw_rq_take(struct viw_qp *qp, struct viw_rqe *rqe, u32 *index);
 int viw_rq_take_all(struct viw_qp *qp);
 void viw_rq_complete(struct viw_qp *qp, u32 index,
 		     const struct viw_cqe_info *info);
+
+/* viw_kverbs.c: the post verbs of kernel consumers */
+int viw_kpost_send(struct viw_qp *qp, const struct ib_send_wr *wr,
+		   const struct ib_send_wr **bad_wr);
+int viw_kpost_recv(struct viw_qp *qp, const struct ib_recv_wr *wr,
+		   const struct ib_recv_wr **bad_wr);
 
 #endif /* VIW_QP_H */

@@ -33,41 +33,44 @@ static int viw_qp_check_init_attr(struct ib_qp_init_attr *attr)
 	return 0;
 }
 
-static int viw_qp_alloc_queues(struct viw_qp *qp, struct ib_qp_init_attr *attr,
-			       struct ib_udata *udata,
-			       struct viw_uresp_create_qp *uresp)
+static int viw_qp_alloc_queues(struct viw_qp *qp, struct ib_qp_init_attr *attr)
 {
 	struct ib_qp_cap *cap = &attr->cap;
 	int rv;
 
 	rv = viw_wq_init(&qp->sq, roundup_pow_of_two(max(cap->max_send_wr, 1U)),
 			 sizeof(struct viw_sqe), cap->max_send_sge);
-	if (rv)
+	if (rv || qp->srq)
 		return rv;
+	rv = viw_wq_init(&qp->rq, roundup_pow_of_two(max(cap->max_recv_wr, 1U)),
+			 sizeof(struct viw_rqe), cap->max_recv_sge);
+	if (rv)
+		viw_wq_free(&qp->sq);
+	return rv;
+}
+
+/*
+ * A process's QP: its rings are mapped and charged to its context.  A
+ * kernel consumer's stay in kernel memory, where viw_kverbs.c posts.
+ */
+static int viw_qp_expose_queues(struct viw_qp *qp, struct ib_udata *udata,
+				struct viw_uresp_create_qp *uresp)
+{
+	int rv;
+
 	rv = viw_ring_expose(&qp->sq.ring, udata, &uresp->sq_key);
 	if (rv)
-		goto err_sq;
+		return rv;
 	uresp->num_sqe = qp->sq.ring.num_slots;
 	uresp->sq_size = qp->sq.ring.size;
 	if (qp->srq)
 		return 0;
-
-	rv = viw_wq_init(&qp->rq, roundup_pow_of_two(max(cap->max_recv_wr, 1U)),
-			 sizeof(struct viw_rqe), cap->max_recv_sge);
-	if (rv)
-		goto err_sq;
 	rv = viw_ring_expose(&qp->rq.ring, udata, &uresp->rq_key);
 	if (rv)
-		goto err_rq;
+		return rv;
 	uresp->num_rqe = qp->rq.ring.num_slots;
 	uresp->rq_size = qp->rq.ring.size;
 	return 0;
-
-err_rq:
-	viw_wq_free(&qp->rq);
-err_sq:
-	viw_wq_free(&qp->sq);
-	return rv;
 }
 
 /* Identifies a QP for its type 2 windows, which outlive qp_num's reuse. */
@@ -82,13 +85,10 @@ int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	u32 id;
 	int rv;
 
-	/* Kernel consumers come with the kernel post paths, not yet. */
-	if (!udata)
-		return -EOPNOTSUPP;
 	rv = viw_qp_check_init_attr(attr);
 	if (rv)
 		return rv;
-	if (udata->outlen < sizeof(uresp))
+	if (udata && udata->outlen < sizeof(uresp))
 		return -EINVAL;
 	if (!viw_obj_get(vdev, VIW_OBJ_QP))
 		return -ENOMEM;
@@ -112,12 +112,17 @@ int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	if (rv)
 		goto err_count;
 
-	rv = viw_qp_alloc_queues(qp, attr, udata, &uresp);
+	rv = viw_qp_alloc_queues(qp, attr);
 	if (rv)
 		goto err_count;
 	rv = viw_ack_alloc(qp, qp->sq.ring.num_slots);
 	if (rv)
 		goto err_queues;
+	if (udata) {
+		rv = viw_qp_expose_queues(qp, udata, &uresp);
+		if (rv)
+			goto err_queues;
+	}
 	/*
 	 * Reserve the number only: lookups (iw_get_qp, connect, accept) must
 	 * not find the QP before the last failure point below, or a failed
@@ -133,7 +138,7 @@ int viw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	attr->cap.max_send_wr = qp->sq.ring.num_slots;
 	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq.ring.num_slots;
 	attr->cap.max_inline_data = qp->max_inline;
-	rv = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
+	rv = udata ? ib_copy_to_udata(udata, &uresp, sizeof(uresp)) : 0;
 	if (rv)
 		goto err_id;
 	/* The slot exists: storing into it allocates nothing and cannot fail. */
@@ -270,16 +275,20 @@ int viw_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 }
 
 /*
- * uverbs post_send/post_recv with an empty list is viw's doorbell.  viw has
- * no kernel QPs yet, so a list of work requests is never valid here.  The
- * doorbell poller, if it polls, learns that the process rang
- * (viw_poll.c).
+ * uverbs post_send/post_recv with an empty list is viw's doorbell: the
+ * process has written its WQEs into the mapped ring.  The doorbell poller,
+ * if it polls, learns that the process rang (viw_poll.c).  A list of work
+ * requests comes from a kernel consumer only (uverbs' own post commands
+ * would bring one for a process's QP, which is refused): viw_kverbs.c
+ * writes them into the QP's kernel ring.
  */
 int viw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		  const struct ib_send_wr **bad_wr)
 {
 	struct viw_qp *qp = to_viw_qp(ibqp);
 
+	if (viw_qp_is_kernel(qp))
+		return viw_kpost_send(qp, wr, bad_wr);
 	if (wr) {
 		*bad_wr = wr;
 		return -EOPNOTSUPP;
@@ -294,6 +303,8 @@ int viw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 {
 	struct viw_qp *qp = to_viw_qp(ibqp);
 
+	if (viw_qp_is_kernel(qp))
+		return viw_kpost_recv(qp, wr, bad_wr);
 	if (wr) {
 		*bad_wr = wr;
 		return -EOPNOTSUPP;

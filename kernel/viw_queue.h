@@ -13,6 +13,13 @@ struct viw_cq {
 	spinlock_t lock;		/* serialises CQE producers */
 	u32 prod;			/* next slot the kernel writes */
 	bool overflowed;
+	/*
+	 * A kernel consumer's CQ (viw_kverbs.c) polls its ring under lock:
+	 * cons is its next slot, wc_qp the QP of the CQE in each slot.
+	 * wc_qp is NULL for a CQ in a process's memory.
+	 */
+	u32 cons;
+	struct ib_qp **wc_qp;
 };
 
 struct viw_srq {
@@ -22,6 +29,9 @@ struct viw_srq {
 	u32 fetch;			/* next slot the kernel takes */
 	u32 limit;			/* SRQ limit, 0 when not armed */
 	u32 max_sge;
+	/* a kernel consumer's SRQ: its producer side (viw_kverbs.c) */
+	spinlock_t post_lock;
+	u32 prod;
 };
 
 static inline struct viw_cq *to_viw_cq(struct ib_cq *cq)
@@ -37,6 +47,7 @@ static inline struct viw_srq *to_viw_srq(struct ib_srq *srq)
 /* viw_cq.c */
 struct viw_cqe_info {
 	u64 wr_id;
+	struct ib_qp *ibqp;	/* for a kernel CQ's ib_wc.qp */
 	u32 qp_id;
 	u32 byte_len;
 	u32 inv_stag;

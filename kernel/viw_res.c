@@ -174,11 +174,16 @@ static int viw_res_put_cq(struct sk_buff *msg, void *obj)
 	return 0;
 }
 
-/* user memory, device memory (pages of its own), or all of memory */
+/*
+ * user memory, fast registration, device memory (pages of its own), or
+ * all of memory
+ */
 static const char *viw_res_mr_type(const struct viw_mr *mr)
 {
 	if (mr->umem)
 		return "user";
+	if (mr->fast)
+		return "fast";
 	return mr->pages ? "dm" : "dma";
 }
 

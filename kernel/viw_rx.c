@@ -81,6 +81,7 @@ static void viw_rx_complete_rqe(struct viw_qp *qp, u8 status)
 	u8 op = rx->ddp.opcode;
 	struct viw_cqe_info info = {
 		.wr_id = rx->rqe.wr_id,
+		.ibqp = &qp->ibqp,
 		.qp_id = qp->ibqp.qp_num,
 		.opcode = VIW_CQE_OP_RECV,
 		.status = status,

@@ -21,29 +21,46 @@ static int viw_srq_check_attr(const struct ib_srq_attr *attr)
 	return 0;
 }
 
+/* A process's SRQ: its ring is mapped, and the provider posts to it. */
+static int viw_srq_expose(struct viw_srq *srq, struct ib_udata *udata)
+{
+	struct viw_uresp_create_srq uresp = {};
+	int rv;
+
+	if (udata->outlen < sizeof(uresp))
+		return -EINVAL;
+	rv = viw_ring_expose(&srq->ring, udata, &uresp.ring_key);
+	if (rv)
+		return rv;
+	uresp.srq_id = 0;
+	uresp.num_rqe = srq->ring.num_slots;
+	uresp.ring_size = srq->ring.size;
+	return ib_copy_to_udata(udata, &uresp, sizeof(uresp));
+}
+
+/*
+ * Without udata the SRQ is a kernel consumer's: the ring stays in kernel
+ * memory and viw_post_srq_recv() fills it (viw_kverbs.c).
+ */
 int viw_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
 		   struct ib_udata *udata)
 {
 	struct viw_device *vdev = to_viw_dev(ibsrq->device);
 	struct viw_srq *srq = to_viw_srq(ibsrq);
-	struct viw_uresp_create_srq uresp = {};
 	int rv;
 
 	if (attr->srq_type != IB_SRQT_BASIC)
 		return -EOPNOTSUPP;
-	/* Kernel consumers come with the kernel post paths, not yet. */
-	if (!udata)
-		return -EOPNOTSUPP;
 	rv = viw_srq_check_attr(&attr->attr);
 	if (rv)
 		return rv;
-	if (udata->outlen < sizeof(uresp))
-		return -EINVAL;
 	if (!viw_obj_get(vdev, VIW_OBJ_SRQ))
 		return -ENOMEM;
 
 	spin_lock_init(&srq->lock);
+	spin_lock_init(&srq->post_lock);
 	srq->fetch = 0;
+	srq->prod = 0;
 	srq->limit = attr->attr.srq_limit;
 	srq->max_sge = attr->attr.max_sge;
 	rv = viw_ring_alloc(&srq->ring,
@@ -51,17 +68,12 @@ int viw_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
 			    sizeof(struct viw_rqe));
 	if (rv)
 		goto err_count;
-	rv = viw_ring_expose(&srq->ring, udata, &uresp.ring_key);
-	if (rv)
-		goto err_ring;
-
+	if (udata) {
+		rv = viw_srq_expose(srq, udata);
+		if (rv)
+			goto err_ring;
+	}
 	attr->attr.max_wr = srq->ring.num_slots;
-	uresp.srq_id = 0;
-	uresp.num_rqe = srq->ring.num_slots;
-	uresp.ring_size = srq->ring.size;
-	rv = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
-	if (rv)
-		goto err_ring;
 	return 0;
 
 err_ring:
@@ -152,19 +164,4 @@ int viw_srq_take(struct viw_srq *srq, struct viw_rqe *rqe)
 	if (limit_hit)
 		viw_srq_limit_event(srq);
 	return rv;
-}
-
-/*
- * The SRQ doorbell.  Receives are taken from the SRQ ring when a message
- * arrives, so there is nothing to do on a post; it exists so that a
- * process can always ring it.
- */
-int viw_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
-		      const struct ib_recv_wr **bad_wr)
-{
-	if (wr) {
-		*bad_wr = wr;
-		return -EOPNOTSUPP;
-	}
-	return 0;
 }

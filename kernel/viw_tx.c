@@ -281,13 +281,21 @@ static bool viw_op_has_imm(u8 opcode)
 /* A WQE that changes local state and sends nothing. */
 static bool viw_tx_wqe_is_local(const struct viw_sqe *sqe)
 {
-	return sqe->opcode == VIW_OP_BIND_MW || sqe->opcode == VIW_OP_LOCAL_INV;
+	return sqe->opcode == VIW_OP_BIND_MW ||
+	       sqe->opcode == VIW_OP_LOCAL_INV || sqe->opcode == VIW_OP_REG_MR;
+}
+
+static const char *viw_tx_local_op_name(u8 opcode)
+{
+	if (opcode == VIW_OP_BIND_MW)
+		return "bind";
+	return opcode == VIW_OP_REG_MR ? "fast register" : "local invalidate";
 }
 
 /*
- * Execute a bind or a Local Invalidate.  The engine takes WQEs in order,
- * so every WQE posted before it has gone to the wire, and none after it
- * has (IBA 10.6.7: binds and invalidations are ordered like other WRs).
+ * Execute a bind, a fast registration or a Local Invalidate.  The engine
+ * takes WQEs in order, so every WQE posted before it has gone to the
+ * wire, and none after it has (IBA 10.6.7: binds and invalidations are ordered like other WRs).
  * A failure completes it in error and takes the QP to ERROR.  Returns
  * whether it succeeded.
  */
@@ -298,6 +306,8 @@ static bool viw_tx_local_op(struct viw_qp *qp)
 
 	if (tx->sqe.opcode == VIW_OP_BIND_MW)
 		status = viw_mw_bind(qp, &tx->sqe);
+	else if (tx->sqe.opcode == VIW_OP_REG_MR)
+		status = viw_mr_fast_reg(qp, &tx->sqe);
 	else
 		status = viw_mw_local_inv(qp, tx->sqe.inv_stag);
 	tx->active = false;
@@ -306,8 +316,7 @@ static bool viw_tx_local_op(struct viw_qp *qp)
 		ibdev_info_ratelimited(qp->ibqp.device,
 				       "QP %u: %s WQE %u failed: status %u\n",
 				       qp->ibqp.qp_num,
-				       tx->sqe.opcode == VIW_OP_BIND_MW ?
-				       "bind" : "local invalidate",
+				       viw_tx_local_op_name(tx->sqe.opcode),
 				       tx->index, status);
 		viw_qp_fail(qp, NULL);
 	}

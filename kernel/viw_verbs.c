@@ -124,24 +124,17 @@ static void viw_disassociate_ucontext(struct ib_ucontext *ibuctx)
 {
 }
 
+/*
+ * A PD without udata is a kernel consumer's (viw_kverbs.c has its post
+ * and poll verbs).  The core gives it its local_dma_lkey from get_dma_mr:
+ * viw has no device-wide one (viw_query_device).
+ */
 static int viw_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct viw_pd *pd = to_viw_pd(ibpd);
 	int rv;
 
-	/*
-	 * viw has no kernel QPs or CQs yet, so a kernel consumer can do
-	 * nothing with a PD: refuse it at the first resource.  A ULP that
-	 * kept its PD after a later failure would otherwise pin the device
-	 * (nfsd does on a failed accept in Linux 6.1).
-	 */
-	if (!udata)
-		return -EOPNOTSUPP;
-	/*
-	 * A kernel PD holds the module (viw_module_get()), a user PD does
-	 * not.  Nothing takes this branch until kernel verbs lift the
-	 * refusal above; the reference is here so that it holds from then on.
-	 */
+	/* A kernel PD holds the module (viw_module_get()), a user PD not. */
 	pd->holds_module = !udata;
 	if (pd->holds_module) {
 		rv = viw_module_get();
@@ -176,6 +169,7 @@ const struct ib_device_ops viw_verbs_ops = {
 
 	.alloc_dm = viw_alloc_dm,
 	.alloc_hw_port_stats = viw_alloc_hw_port_stats,
+	.alloc_mr = viw_alloc_mr,
 	.alloc_mw = viw_alloc_mw,
 	.alloc_pd = viw_alloc_pd,
 	.alloc_ucontext = viw_alloc_ucontext,
@@ -206,6 +200,7 @@ const struct ib_device_ops viw_verbs_ops = {
 	.iw_get_qp = viw_iw_get_qp,
 	.iw_reject = viw_iw_reject,
 	.iw_rem_ref = viw_iw_rem_ref,
+	.map_mr_sg = viw_map_mr_sg,
 	.mmap = viw_mmap,
 	.mmap_free = viw_mmap_free,
 	.modify_qp = viw_modify_qp,

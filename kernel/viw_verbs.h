@@ -37,6 +37,10 @@ void viw_mmap_free(struct rdma_user_mmap_entry *entry);
 struct ib_mr *viw_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 			      u64 iova, int access, struct ib_udata *udata);
 struct ib_mr *viw_get_dma_mr(struct ib_pd *pd, int access);
+struct ib_mr *viw_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
+			   u32 max_num_sg);
+int viw_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		  unsigned int *sg_offset);
 int viw_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct ib_mr *viw_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				u64 length, u64 iova, int access,

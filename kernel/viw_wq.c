@@ -37,7 +37,9 @@ int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge)
 	wq->done = 0;
 	wq->failed = false;
 	wq->max_sge = max_sge;
+	wq->prod = 0;
 	spin_lock_init(&wq->lock);
+	spin_lock_init(&wq->post_lock);
 	return 0;
 }
 
@@ -112,6 +114,8 @@ static u8 viw_sqe_cqe_opcode(const struct viw_sqe *sqe)
 		return VIW_CQE_OP_BIND_MW;
 	case VIW_OP_LOCAL_INV:
 		return VIW_CQE_OP_LOCAL_INV;
+	case VIW_OP_REG_MR:
+		return VIW_CQE_OP_REG_MR;
 	default:
 		return VIW_CQE_OP_SEND;
 	}
@@ -142,6 +146,7 @@ static void viw_sq_report(struct viw_qp *qp, u8 status)
 	struct viw_sqe *sqe = viw_wq_shadow(&qp->sq, qp->sq.done);
 	struct viw_cqe_info info = {
 		.wr_id = sqe->wr_id,
+		.ibqp = &qp->ibqp,
 		.qp_id = qp->ibqp.qp_num,
 		.opcode = viw_sqe_cqe_opcode(sqe),
 		.status = status,
@@ -149,6 +154,9 @@ static void viw_sq_report(struct viw_qp *qp, u8 status)
 	};
 	bool report = status != VIW_CQE_SUCCESS || qp->sq_sig_all ||
 		      (sqe->flags & VIW_WQE_SIGNALED);
+
+	if ((sqe->flags & VIW_WQE_QUIET) && viw_qp_is_kernel(qp))
+		report = false;
 
 	viw_wq_retire(&qp->sq);
 	if (report)
@@ -267,6 +275,7 @@ static u32 viw_wq_flush_locked(struct viw_qp *qp, struct viw_wq *wq,
 			struct viw_rqe *rqe = viw_wq_shadow(wq, wq->done);
 			struct viw_cqe_info info = {
 				.wr_id = rqe->wr_id,
+				.ibqp = &qp->ibqp,
 				.qp_id = qp->ibqp.qp_num,
 				.opcode = VIW_CQE_OP_RECV,
 				.status = status ? : VIW_CQE_WR_FLUSH_ERR,

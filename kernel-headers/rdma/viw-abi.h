@@ -90,6 +90,12 @@ enum viw_wqe_flags {
 	VIW_WQE_SOLICITED = 1 << 2,
 	VIW_WQE_FENCE = 1 << 3,
 	VIW_WQE_INLINE = 1 << 4,	/* sge[] holds inline_len bytes of data */
+	/*
+	 * Kernel QPs only: the second SQE of one work request (a READ with
+	 * invalidate), which completes without a CQE of its own, even in
+	 * error: the first SQE's is the work request's.
+	 */
+	VIW_WQE_QUIET = 1 << 5,
 };
 
 enum viw_sq_opcode {
@@ -103,7 +109,14 @@ enum viw_sq_opcode {
 	VIW_OP_LOCAL_INV = 7,	/* invalidate the window named by inv_stag */
 	VIW_OP_SEND_IMM = 8,	/* SEND with the immediate data in inv_stag */
 	VIW_OP_WRITE_IMM = 9,	/* WRITE, then the immediate data in inv_stag */
-	VIW_OP_MAX = VIW_OP_WRITE_IMM,
+	/*
+	 * Kernel QPs only (fast registration): register the fast-register
+	 * MR whose STag index is that of rkey, with rkey as its STag, over
+	 * the pages the kernel mapped into it.  A struct viw_bind_mw in
+	 * sge[] gives its address, length and IB access flags (mr_lkey 0).
+	 */
+	VIW_OP_REG_MR = 10,
+	VIW_OP_MAX = VIW_OP_REG_MR,
 };
 
 /*
@@ -190,6 +203,7 @@ enum viw_cqe_opcode {
 	VIW_CQE_OP_BIND_MW = 6,
 	VIW_CQE_OP_LOCAL_INV = 7,
 	VIW_CQE_OP_RECV_RDMA_IMM = 8,	/* the peer's WRITE with immediate */
+	VIW_CQE_OP_REG_MR = 9,		/* kernel QPs only */
 };
 
 enum viw_cqe_status {

@@ -8,7 +8,7 @@
  *   viw_ulp_probe -c ADDR [-p PORT] [-t SECS] [-d HEX]
  *
  * -d gives the private data as hex bytes.  The attempt must end without
- * ESTABLISHED (the services refuse a viw device for now): "PASS" when
+ * ESTABLISHED (the test sends what the service must refuse): "PASS" when
  * the first event after rdma_connect is REJECTED, CONNECT_ERROR or
  * UNREACHABLE; "FAIL" otherwise.  Exit 0 only on PASS.
  */

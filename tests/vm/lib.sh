@@ -343,6 +343,18 @@ load_rdma_core() {
 	done
 }
 
+# nvmet_rdma_port PORT_DIR SUBSYS_DIR IP: an nvmet RDMA port on IP:4420
+# (configfs mounted) exporting the subsystem; dies if it cannot listen.
+nvmet_rdma_port() {
+	local port=$1 sub=$2 ip=$3
+	mkdir "$port"
+	echo rdma >"$port/addr_trtype"
+	echo ipv4 >"$port/addr_adrfam"
+	echo "$ip" >"$port/addr_traddr"
+	echo 4420 >"$port/addr_trsvcid"
+	ln -s "$sub" "$port/subsystems/${sub##*/}" || die "nvmet-rdma cannot listen on $ip"
+}
+
 # load_viw: load the freshly built $VIW_BUILD/kernel/viw.ko (reloading it if
 # an older copy is loaded).  VIW_KO names another module file instead: a
 # build of older code, to show that a new test fails on it

@@ -2,31 +2,35 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 # vmtest-timeout: 240
 #
-# Kernel ULPs against a viw device (issue 8, item 21).  viw has no kernel
-# QPs/CQs yet, so every in-tree ULP must refuse it cleanly: no divide
-# error (the RDMA core's rdma_rw_mr_factor divides by the device's
-# max_fast_reg_page_list_len), the connection attempt refused, and every
-# module unloads afterwards.  The VM harness fails the test on any oops or
-# warning in the kernel log.
+# Kernel ULPs against a viw device (issue 8, item 21; issue 14).  Until
+# viw had kernel verbs every in-tree ULP had to refuse it cleanly; now
+# they run on it (kverbs-smoke.sh moves data with NVMe over Fabrics), and
+# this test keeps what concerns an attacker and the teardown: a user-space
+# peer's connect request with malformed NVMe/RDMA private data is refused
+# by nvmet-rdma on viw, the kernel host connects, nfsd on viw takes an
+# NFS/RDMA client's connections, and every module unloads with nothing
+# left on the devices.  No divide error either: the RDMA
+# core's rdma_rw_mr_factor divides by max_fast_reg_page_list_len.  The VM
+# harness fails the test on any oops or warning in the kernel log.
 #
 # Topology: two veth pairs, each with viw on one end and siw on the other.
 #  - nvmet-rdma creates its listener, and nvme-rdma its host connections,
 #    in the initial network namespace (rdma_create_id(&init_net) in
 #    drivers/nvme/{target,host}/rdma.c).  So viw_u is there, on ua
 #    (10.88.0.1), with an nvmet-rdma port on 10.88.0.1:4420.  The remote
-#    host is namespace c (siw_c on ub, 10.88.0.2): a connect request with
-#    NVMe/RDMA's CM private data, from viw_ulp_probe, since the kernel
-#    host cannot run there.  The kernel host (nvme-rdma) runs in the
-#    initial namespace, where the route to 10.88.0.1 is local and so
-#    resolves to viw_u itself: it must refuse the device.
+#    peer is namespace c (siw_c on ub, 10.88.0.2): a connect request with
+#    a bad record format in NVMe/RDMA's CM private data, from
+#    viw_ulp_probe.  The kernel host (nvme-rdma) runs in the initial
+#    namespace, where the route to 10.88.0.1 is local and so resolves to
+#    viw_u itself: it connects over viw_u's kernel QPs.
 #  - siw creates its connection's socket in the namespace of the caller,
 #    which for the kernel NFS client is a kworker in the initial
 #    namespace: so the NFS/RDMA client is there, on siw_i over nb
 #    (10.89.0.2), and nfsd runs in namespace s, on viw_s over na
 #    (10.89.0.1), with an RDMA listener ("rdma 20049" in its portlist,
-#    NFSv4 only so that it needs neither lockd nor rpcbind).  The mount
-#    from the initial namespace over siw_i, and a bare connect request to
-#    port 20049, must both be refused.
+#    NFSv4 only so that it needs neither lockd nor rpcbind).  nfsd has no
+#    exports here (no mountd): the mount from the initial namespace
+#    connects over RDMA and then gets no answer; its outcome is logged.
 . "$(dirname "$0")/../lib.sh"
 
 probe=$VIW_BUILD/tests/functional/viw_ulp_probe
@@ -135,11 +139,19 @@ nfs_mount() {
 		-o "vers=4.2,proto=rdma,port=20049,addr=$IP_S,soft,timeo=30,retrans=1" \
 		"$IP_S:/" "$mnt" </dev/null >"$VIW_OUT/mount.log" 2>&1 || rc=$?
 	sed 's/^/    /' "$VIW_OUT/mount.log"
-	if [ "$rc" = 0 ]; then
-		umount "$mnt" || true
-		bad "the NFS/RDMA mount of a server on viw succeeded"
+	# Not asserted: without mountd nfsd defers the export lookup of the
+	# pseudo root, so the soft mount retries until the timeout (seen
+	# 2026-12-01: the RPC NULL is answered over viw, the next call never
+	# is).  What counts here is that nfsd's transports on viw go away
+	# with it (leftovers after stop_nfsd).
+	log "mount exited $rc; viw_s: $(objects_of viw_s)"
+	awk '$1 == "qp" && $2 > 0 { ok = 1 } END { exit !ok }' \
+		/sys/kernel/debug/viw/viw_s/objects ||
+		bad "nfsd on viw_s took no RDMA connection"
+	if mountpoint -q "$mnt"; then
+		umount "$mnt" || bad "umount failed"
 	fi
-	log "mount exited $rc"
+	true
 }
 
 start_nvmet() {
@@ -148,12 +160,7 @@ start_nvmet() {
 	mountpoint -q /sys/kernel/config || run mount -t configfs none /sys/kernel/config
 	mkdir "$sub"
 	echo 1 >"$sub/attr_allow_any_host"
-	mkdir "$port"
-	echo rdma >"$port/addr_trtype"
-	echo ipv4 >"$port/addr_adrfam"
-	echo "$IP_U" >"$port/addr_traddr"
-	echo 4420 >"$port/addr_trsvcid"
-	ln -s "$sub" "$port/subsystems/$NQN" || die "nvmet-rdma cannot listen on $IP_U"
+	nvmet_rdma_port "$port" "$sub" "$IP_U"
 	log "nvmet-rdma listens on $IP_U:4420"
 }
 
@@ -162,15 +169,20 @@ stop_nvmet() {
 	rmdir "$CFG/ports/1" "$CFG/subsystems/$NQN" || bad "nvmet configfs teardown failed"
 }
 
-# The kernel host in the initial namespace: resolves to viw_u, must refuse.
+# The kernel host in the initial namespace: resolves to viw_u, connects.
 nvme_host() {
-	local rc=0 out
+	local rc=0 out c
 	run modprobe nvme-rdma
 	log "nvme-rdma host connect to $IP_U:4420 (lands on viw_u)"
 	out=$(timeout -k 5 60 sh -c "echo 'transport=rdma,traddr=$IP_U,trsvcid=4420,nqn=$NQN' >/dev/nvme-fabrics" 2>&1) || rc=$?
 	echo "    $out (exit $rc)"
-	[ "$rc" != 0 ] || bad "nvme-rdma connected over viw"
-	ls /sys/class/nvme 2>/dev/null | grep -q . && bad "an NVMe controller appeared: $(ls /sys/class/nvme)"
+	[ "$rc" = 0 ] || bad "nvme-rdma could not connect over viw"
+	ls /sys/class/nvme 2>/dev/null | grep -q . || bad "no NVMe controller appeared"
+	for c in /sys/class/nvme/nvme*; do
+		[ -e "$c/delete_controller" ] && echo 1 >"$c/delete_controller"
+	done
+	wait_for 30 sh -c '! ls /sys/class/nvme/ 2>/dev/null | grep -q .' ||
+		bad "controllers left: $(ls /sys/class/nvme)"
 	true
 }
 
@@ -182,13 +194,16 @@ unload() {
 	done
 }
 
-# Nothing may be left on the viw devices once the ULPs let go.
+# Nothing may be left on the viw devices DEV... once the ULPs let go.
 leftovers() {
 	local d
 	rdma res show 2>&1 | sed 's/^/    /' || true
-	for d in viw_u viw_s; do
+	for d in "$@"; do
 		log "objects of $d: $(tr '\n' ' ' </sys/kernel/debug/viw/$d/objects)"
-		awk '$2 != 0 { bad = 1 } END { exit bad }' /sys/kernel/debug/viw/$d/objects ||
+		# CQs aside: the RDMA core's CQ pool (ib_cq_pool_get, which
+		# nvmet-rdma uses) keeps them until the device goes.
+		awk '$1 != "cq" && $2 != 0 { bad = 1 } END { exit bad }' \
+			/sys/kernel/debug/viw/$d/objects ||
 			bad "objects left on $d after the ULPs were done"
 	done
 }
@@ -197,6 +212,10 @@ trace_on() {
 	local t=/sys/kernel/tracing
 	mountpoint -q "$t" || mount -t tracefs nodev "$t" 2>/dev/null || return 0
 	echo 1 >"$t/events/rpcrdma/enable" 2>/dev/null || true
+	local e
+	for e in viw_cm_event viw_cm_close viw_qp_state viw_term_sent viw_term_rcvd; do
+		echo 1 >"$t/events/viw/$e/enable" 2>/dev/null || true
+	done
 }
 
 trace_dump() {
@@ -204,7 +223,8 @@ trace_dump() {
 	[ -r "$t/trace" ] || return 0
 	# sed reads to the end: head would end the pipe early (SIGPIPE, and
 	# pipefail makes that a failure)
-	grep -v '^#' "$t/trace" | cut -c1-220 | sed -n '1,60s/^/    trace: /p'
+	grep -v -e '^#' -e '_post_recv: ' "$t/trace" | cut -c1-220 |
+		sed -n '1,80s/^/    trace: /p'
 	echo 0 >"$t/events/rpcrdma/enable" 2>/dev/null || true
 }
 
@@ -212,18 +232,19 @@ setup_hosts
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 start_nfsd
 trace_on
-probe nfsd - "$IP_S" 20049
 nfs_mount
 trace_dump
 start_nvmet
-# struct nvme_rdma_cm_req: recfmt 0, qid 0 (admin), hrqsize 32, hsqsize 31
-probe nvmet "$NS_C" "$IP_U" 4420 "0000000020001f000000$(printf '0%.0s' $(seq 44))"
+# struct nvme_rdma_cm_req: recfmt 0xffff (nvmet accepts only 0), qid 0
+# (admin), hrqsize 32, hsqsize 31
+probe nvmet "$NS_C" "$IP_U" 4420 "ffff000020001f000000$(printf '0%.0s' $(seq 44))"
 nvme_host
-leftovers
+# nfsd still runs and holds its transports on viw_s; nvme's are gone.
+leftovers viw_u
 stop_nvmet
 stop_nfsd
 unload
-leftovers
+leftovers viw_u viw_s
 in_c rdma link delete siw_c
 rdma link delete siw_i
 rdma link delete viw_u
@@ -233,4 +254,4 @@ ip netns delete "$NS_S"
 unload_viw
 
 checks_done
-log "every ULP refused viw cleanly"
+log "ULPs on viw: bad request refused, hosts connected, teardown clean"
