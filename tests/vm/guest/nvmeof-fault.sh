@@ -63,6 +63,20 @@ fio_wait() {
 	wait "$FIO_PID" || FIO_RC=$?
 }
 
+# loaded_then_down NAME SIZE LIMIT OPTION...: connect with OPTIONs, start
+# fio (NAME, SIZE, at most LIMIT s), and once it moves data take the
+# target's link down.
+loaded_then_down() {
+	local name=$1 size=$2 dev
+	FIO_LIMIT=$3
+	shift 3
+	dev=$(nvme_connect rdma $ULP_PORT_RDMA "$@")
+	TX0=$(tx_bytes "$IF_A")
+	fio_start "$dev" "$name" "$size"
+	wait_for 30 fio_moving || die "fio moved no data"
+	target_link_down
+}
+
 target_link_down() { run ip link set "$IF_B" down; }
 target_link_up() {
 	run ip link set "$IF_B" up
@@ -70,12 +84,7 @@ target_link_up() {
 }
 
 log "round 1: the target's link down for a short while"
-dev=$(nvme_connect rdma $ULP_PORT_RDMA "${ROUND1_OPTS[@]}")
-FIO_LIMIT=150
-TX0=$(tx_bytes "$IF_A")
-fio_start "$dev" short-outage 64M
-wait_for 30 fio_moving || die "fio moved no data"
-target_link_down
+loaded_then_down short-outage 64M 150 "${ROUND1_OPTS[@]}"
 t0=$(cut -d' ' -f1 /proc/uptime)
 wait_for 30 state_not live ||
 	die "the host did not notice the lost link in 30 s (state $(nvme_state))"
@@ -95,12 +104,7 @@ nvme_disconnect
 
 log "round 2: the target's link down for longer than ctrl_loss_tmo"
 mark=$(dmesg | wc -l)
-dev=$(nvme_connect rdma $ULP_PORT_RDMA "${ROUND2_OPTS[@]}")
-FIO_LIMIT=90
-TX0=$(tx_bytes "$IF_A")
-fio_start "$dev" long-outage 256M
-wait_for 30 fio_moving || die "fio moved no data"
-target_link_down
+loaded_then_down long-outage 256M 90 "${ROUND2_OPTS[@]}"
 wait_for 60 state_is gone ||
 	die "the host kept its controller 60 s after losing the link (state $(nvme_state))"
 log "the host removed its controller"
