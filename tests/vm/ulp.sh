@@ -192,6 +192,7 @@ rdma_objects_zero() {
 		{ for (i = 3; i < NF; i += 2) if ($(i + 1) != ($i == "cq" ? pool : 0)) bad = 1 }
 		END { exit bad }' || return 1
 	case $1 in viw_*) ;; *) return 0 ;; esac
+	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 	awk -v pool="$pool" '$2 != ($1 == "cq" ? pool : 0) { bad = 1 } END { exit bad }' \
 		"/sys/kernel/debug/viw/$1/objects"
 }

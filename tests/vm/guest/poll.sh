@@ -32,7 +32,9 @@ pollers() {
 doorbells_per_wr() {
 	local before after
 	before=$(( $(port_counter "$DEV_A" doorbells) + $(port_counter "$DEV_B" doorbells) ))
-	perf_pair ib_write_bw 4096 "$1" >/dev/null
+	# -F: only the doorbells count here, so a cycle counter that TCG
+	# and the polling CPU keep perftest from calibrating is no failure.
+	perf_pair ib_write_bw 4096 "$1" -F >/dev/null
 	after=$(( $(port_counter "$DEV_A" doorbells) + $(port_counter "$DEV_B" doorbells) ))
 	awk -v d=$((after - before)) -v n="$1" 'BEGIN { printf "%.3f", d / n }'
 }
