@@ -106,6 +106,17 @@ static void viw_qp_set_kflags(struct viw_qp *qp, u32 kflags)
  */
 static void viw_qp_abort_conn(struct viw_qp *qp)
 {
+	/*
+	 * What was placed is acknowledged before the reset: a consumer that
+	 * destroys its QP right after its last receive completed must not
+	 * get the peer's last SEND flushed (viw_tx_last_ack()).  If the
+	 * transmit engine holds tx_lock, it is sending that already.
+	 */
+	if (qp->sock && mutex_trylock(&qp->tx_lock)) {
+		if (qp->sock)
+			viw_tx_last_ack(qp);
+		mutex_unlock(&qp->tx_lock);
+	}
 	if (qp->cep)
 		viw_cep_post_event(qp->cep, VIW_CEP_EV_ABORT);
 	if (qp->connecting && qp->connecting != qp->cep)
