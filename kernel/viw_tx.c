@@ -588,7 +588,8 @@ static int viw_tx_send_ack(struct viw_qp *qp)
 	if (rv)
 		return rv;
 	eng->tx_msn_ack++;
-	eng->tx_ack_sent = placed;
+	/* read without tx_lock by the receive engine (viw_rx_data_ready()) */
+	WRITE_ONCE(eng->tx_ack_sent, placed);
 	viw_count(qp->vdev, VIW_CNT_ACKS_SENT, 1);
 	return 0;
 }
