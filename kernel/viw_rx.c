@@ -437,6 +437,7 @@ static int viw_rx_atomic_resp(struct viw_qp *qp)
 	struct viw_atomic_resp resp;
 	struct viw_term_cause cause;
 	struct viw_mr *mr;
+	u8 status;
 
 	if (rx->ddp.msn != rx->msn_aresp)
 		return viw_rx_untagged_error(qp,
@@ -456,9 +457,12 @@ static int viw_rx_atomic_resp(struct viw_qp *qp)
 		viw_qp_fail(qp, NULL);
 		return 0;
 	}
-	viw_mr_store_u64(mr, ent->sink_to, resp.orig);
+	status = viw_mr_store_u64(mr, ent->sink_stag, ent->sink_to, resp.orig) ?
+		 VIW_CQE_LOC_PROT_ERR : VIW_CQE_SUCCESS;
 	viw_mr_put(mr);
-	viw_rx_atomic_done(qp, VIW_CQE_SUCCESS);
+	viw_rx_atomic_done(qp, status);
+	if (status != VIW_CQE_SUCCESS)
+		viw_qp_fail(qp, NULL);
 	return 0;
 }
 
@@ -652,8 +656,13 @@ static int viw_rx_place_send(struct viw_qp *qp, struct sk_buff *skb,
 			continue;
 		}
 		chunk = min(n, sge->length - pos);
-		rv = viw_mr_copy_from_skb(rx->rqe_mr[i], sge->addr + pos, skb,
-					  off, chunk, crc);
+		rv = viw_mr_place_skb(rx->rqe_mr[i], sge->lkey, sge->addr + pos,
+				      skb, off, chunk, crc);
+		/* The consumer invalidated its own buffer: a local error. */
+		if (rv == -ESTALE)
+			viw_rx_set_cause(qp, VIW_TERM_RDMAP,
+					 VIW_RDMAP_ET_CATASTROPHIC,
+					 VIW_RDMAP_EC_CATASTROPHIC_STREAM);
 		if (rv)
 			return rv;
 		off += chunk;
@@ -706,19 +715,38 @@ static int viw_rx_keep_term(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 			      sizeof(rx->term_body) - got);
 }
 
+/*
+ * Place @n payload bytes of a tagged segment.  A fast-register MR that
+ * was invalidated after the segment's header was checked takes no more
+ * of it: the segment fails as one to an invalid STag would.
+ */
+static int viw_rx_place_mr(struct viw_qp *qp, struct sk_buff *skb, u32 off,
+			   u32 n)
+{
+	struct viw_rx *rx = &qp->eng->rx;
+	int rv;
+
+	rv = viw_mr_place_skb(rx->mr, rx->ddp.stag, rx->addr + rx->payload_got,
+			      skb, off, n, qp->crc ? &rx->crc : NULL);
+	if (rv != -ESTALE)
+		return rv;
+	viw_rx_set_cause(qp, VIW_TERM_DDP, VIW_DDP_ET_TAGGED,
+			 VIW_DDP_EC_T_INVALID_STAG);
+	viw_term_tagged_cause(&rx->cause, rx->ddp.to, rx->payload_len, false);
+	return -EPROTO;
+}
+
 static int viw_rx_payload(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 			  u32 avail)
 {
 	struct viw_rx *rx = &qp->eng->rx;
 	u32 n = min(avail, rx->payload_len - rx->payload_got);
-	u32 *crc = qp->crc ? &rx->crc : NULL;
 	int rv;
 
 	if (rx->ddp.opcode == VIW_RDMAP_TERMINATE)
 		rv = viw_rx_keep_term(qp, skb, off, n);
 	else if (rx->mr)
-		rv = viw_mr_copy_from_skb(rx->mr, rx->addr + rx->payload_got,
-					  skb, off, n, crc);
+		rv = viw_rx_place_mr(qp, skb, off, n);
 	else if (rx->rqe_active)
 		rv = viw_rx_place_send(qp, skb, off, n);
 	else
