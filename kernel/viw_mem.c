@@ -917,30 +917,3 @@ int viw_mr_store_u64(struct viw_mr *mr, u32 stag, u64 addr, u64 val)
 	viw_fr_end(mr);
 	return rv;
 }
-
-/**
- * viw_check_sge - validate a local SGE taken from a work request
- * @vdev: the device
- * @pd: the PD of the QP or SRQ that the WQE was posted to
- * @sge: a kernel copy of the SGE
- * @access: IB_ACCESS_LOCAL_WRITE if the data path will write the buffer
- *
- * The same checks as viw_mr_get(), without keeping the reference.
- * Return: 0 if @sge names a valid local STag of @pd whose rights and bounds
- * cover it, -EPERM otherwise.  A zero-length SGE needs no STag.
- */
-int viw_check_sge(struct viw_device *vdev, struct ib_pd *pd,
-		  const struct viw_sge *sge, int access)
-{
-	struct viw_term_cause cause;
-	struct viw_mr *mr;
-
-	if (!sge->length)
-		return 0;
-	mr = viw_mr_get(vdev, pd, sge->lkey, access, sge->addr, sge->length,
-			&cause);
-	if (!mr)
-		return -EPERM;
-	viw_mr_put(mr);
-	return 0;
-}

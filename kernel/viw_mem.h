@@ -107,8 +107,6 @@ struct ib_mr *viw_reg_pages_mr(struct ib_pd *pd, struct page **pages,
 struct viw_mr *viw_mr_get_remote(struct viw_qp *qp, u32 stag, int access,
 				 u64 addr, u32 len,
 				 struct viw_term_cause *cause);
-int viw_check_sge(struct viw_device *vdev, struct ib_pd *pd,
-		  const struct viw_sge *sge, int access);
 struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
 			  int access, u64 addr, u32 len,
 			  struct viw_term_cause *cause);

@@ -341,19 +341,17 @@ void viw_rq_discard(struct viw_qp *qp)
 	viw_wq_flush(qp, &qp->rq, NULL, false);
 }
 
-/* Returns VIW_CQE_SUCCESS or the status the RQE must complete with. */
+/*
+ * Returns VIW_CQE_SUCCESS or the status the RQE must complete with.  Only
+ * the WQE's shape is checked here.  Its lkeys, PD and ranges are checked
+ * when a SEND uses it (viw_rx_bind_rqe), as an RNIC does: the MR may be
+ * re-registered or deregistered between the post and the SEND, and only
+ * the MR as it is then counts (docs/semantics.md section 8).
+ */
 static u8 viw_rqe_check(struct viw_qp *qp, const struct viw_rqe *rqe)
 {
-	struct viw_device *vdev = qp->vdev;
-	int i;
-
 	if (rqe->num_sge > qp->rq.max_sge)
 		return VIW_CQE_LOC_QP_OP_ERR;
-	for (i = 0; i < rqe->num_sge; i++) {
-		if (viw_check_sge(vdev, qp->ibqp.pd, &rqe->sge[i],
-				  IB_ACCESS_LOCAL_WRITE))
-			return VIW_CQE_LOC_PROT_ERR;
-	}
 	return VIW_CQE_SUCCESS;
 }
 

@@ -539,16 +539,20 @@ static void hp_craft_rqe(struct hp_round *r, struct viw_rqe *q, int kind)
 }
 
 /*
- * Valid receives, then one with a defect, on the RQ of a QP in INIT: the
- * doorbell validates them, the bad one completes in error and the QP goes
- * to ERROR (which flushes the good ones).
+ * Valid receives, then one with a defect, on the RQ of a QP in INIT.  The
+ * doorbell checks a WQE's shape: too many SGEs complete LOC_QP_OP_ERR and
+ * the QP goes to ERROR (which flushes the good ones).  Keys and ranges are
+ * checked when a SEND uses the receive (docs/semantics.md section 8): such
+ * a WQE waits, and ERROR flushes it.  It must never complete SUCCESS.
  */
 static void hp_rq_attack(struct hp_round *r, int kind)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)r->b1.mr_addr,
 			       .length = 64, .lkey = r->b1.mr->lkey };
 	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
-	int good = (int)(hp_rand32() % 4), i, got;
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	int good = (int)(hp_rand32() % 4), i, got, want;
+	bool shape = kind == HP_RQ_NUM_SGE;
 	struct viw_rqe q;
 	char name[HP_NAME_SIZE];
 
@@ -560,10 +564,13 @@ static void hp_rq_attack(struct hp_round *r, int kind)
 	hp_ring_put(&to_viw_qp(r->qp_rq)->rq, &q, sizeof(q));
 	if (hp_rq_doorbell(r->qp_rq))
 		vt_fail(name, "doorbell: %s", strerror(errno));
+	if (!shape && ibv_modify_qp(r->qp_rq, &attr, IBV_QP_STATE))
+		vt_fail(name, "modify to ERROR: %s", strerror(errno));
 	got = hp_wait_wc(r, q.wr_id, name);
-	vt_check(got == (kind == HP_RQ_NUM_SGE ? IBV_WC_LOC_QP_OP_ERR :
-			 IBV_WC_LOC_PROT_ERR), name, "status %d (%s)", got,
-		 got < 0 ? "none" : ibv_wc_status_str(got));
+	want = shape ? IBV_WC_LOC_QP_OP_ERR : IBV_WC_WR_FLUSH_ERR;
+	vt_check(got == want, name, "status %d (%s), want %s", got,
+		 got < 0 ? "none" : ibv_wc_status_str(got),
+		 ibv_wc_status_str(want));
 	vt_check(hp_wait_state(r->qp_rq, IBV_QPS_ERR), hp_state_name(name),
 		 "QP in %s, not ERR", vt_qp_state_str(vt_qp_state(r->qp_rq)));
 }

@@ -15,6 +15,10 @@
  *                ok: SUCCESS, REM_ACCESS_ERR, WR_FLUSH_ERR; the first
  *                placed, the others not; both QPs end in ERROR
  *   no_access    a WRITE to an MR without remote write: REM_ACCESS_ERR
+ *   foreign_recv a receive with the lkey of an MR of another PD is
+ *                accepted when posted (the QP stays in RTS); the SEND
+ *                that uses it fails REM_OP_ERR, the receive LOC_PROT_ERR,
+ *                and nothing is placed (pyverbs' test_mr_rereg_pd)
  *   bad_recv     a SEND into a receive whose MR was deregistered after
  *                the post: the SEND REM_OP_ERR, the receive LOC_PROT_ERR
  *   restate      after bad_recv left both QPs in ERROR, a receive posted
@@ -31,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "viw_test.h"
 
@@ -276,6 +281,47 @@ static void scenario_no_access(struct side *a, struct side *b)
 		   a, ids, want, 1);
 }
 
+/*
+ * A receive's lkey counts when a SEND uses it, not when it is posted
+ * (docs/semantics.md section 8), so that re-registering its MR with
+ * another PD and back works as on other RNICs.
+ */
+static void scenario_foreign_recv(struct side *a, struct side *b)
+{
+	const struct op ops[] = { { IBV_WR_SEND, 0, 0, true } };
+	static const uint64_t ids[] = { 0 }, rids[] = { 40 };
+	static const enum ibv_wc_status want[] = { IBV_WC_REM_OP_ERR };
+	static const enum ibv_wc_status rwant[] = { IBV_WC_LOC_PROT_ERR };
+	struct ibv_pd *pd2 = ibv_alloc_pd(b->ctx);
+	struct ibv_mr *mr2 = pd2 ? ibv_reg_mr(pd2, b->buf, BUF_SIZE,
+					      IBV_ACCESS_LOCAL_WRITE) : NULL;
+	struct ibv_sge sge = { dst(b, 0), MSG, mr2 ? mr2->lkey : 0 };
+	struct ibv_wc wc;
+
+	if (!mr2 || vt_post_recv(b->qp, 40, &sge, 1)) {
+		vt_fail("foreign_recv", "setup: %s", strerror(errno));
+		goto out;
+	}
+	usleep(100000);
+	vt_check(ibv_poll_cq(b->cq, 1, &wc) == 0 &&
+		 vt_qp_state(b->qp) == IBV_QPS_RTS,
+		 "foreign_recv: the receive is accepted when posted",
+		 "QP in %s", vt_qp_state_str(vt_qp_state(b->qp)));
+	if (post_ops(a, ops, 1)) {
+		vt_fail("foreign_recv", "post: %s", strerror(errno));
+		goto out;
+	}
+	expect_wcs("foreign_recv: SEND REM_OP_ERR", a, ids, want, 1);
+	expect_wcs("foreign_recv: receive LOC_PROT_ERR", b, rids, rwant, 1);
+	vt_check(landed(b, 0, FILL_B), "foreign_recv: nothing placed",
+		 "the SEND's data reached the buffer");
+out:
+	if (mr2)
+		ibv_dereg_mr(mr2);
+	if (pd2)
+		ibv_dealloc_pd(pd2);
+}
+
 static void scenario_bad_recv(struct side *a, struct side *b)
 {
 	const struct op ops[] = { { IBV_WR_SEND, 0, 0, true } };
@@ -354,7 +400,7 @@ static int run(const char *dev_a, const char *dev_b, int gid_index)
 {
 	void (*scenarios[])(struct side *, struct side *) = {
 		scenario_acked, scenario_bad_rkey, scenario_no_access,
-		scenario_bad_recv,
+		scenario_foreign_recv, scenario_bad_recv,
 	};
 	struct side a = {}, b = {};
 	size_t i;
