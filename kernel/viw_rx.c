@@ -597,6 +597,67 @@ static int viw_rx_start_segment(struct viw_qp *qp)
 	}
 }
 
+/*
+ * The first two bytes of the DDP header are in rx->hdr: the header's
+ * length follows from them (rx->hdr_need).
+ */
+static int viw_rx_hdr_len(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->eng->rx;
+	u32 hlen = viw_ddp_hdr_len(rx->hdr + VIW_MPA_LEN_SIZE);
+	int rv;
+
+	if (!hlen) {
+		rv = viw_ddp_decode(rx->hdr + VIW_MPA_LEN_SIZE, 2, &rx->ddp,
+				    &qp->eng->rx.cause);
+		if (!rv)
+			viw_rx_set_cause(qp, VIW_TERM_RDMAP,
+					 VIW_RDMAP_ET_REMOTE_OP,
+					 VIW_RDMAP_EC_OPCODE);
+		return -EPROTO;
+	}
+	/* Refused at once, as before viw spoke it: see start_imm. */
+	if (viw_rx_op_unwanted(qp))
+		return viw_rx_opcode_error(qp);
+	rx->hdr_need = VIW_MPA_LEN_SIZE + hlen;
+	return 0;
+}
+
+/* The whole header is in rx->hdr: start the segment. */
+static int viw_rx_hdr_done(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->eng->rx;
+	int rv;
+
+	rv = viw_rx_start_segment(qp);
+	if (rv)
+		return rv;
+	rx->stage = rx->payload_len ? VIW_RX_PAYLOAD : VIW_RX_TRAILER;
+	rx->tr_got = 0;
+	rx->tr_need = viw_mpa_pad(rx->ulpdu_len) + VIW_MPA_CRC_SIZE;
+	return 0;
+}
+
+/*
+ * Most headers arrive whole, with the longest header's worth of bytes
+ * behind them in the skb: one copy takes the header, where reading its
+ * length first took two.  Returns the header's length or an error.
+ */
+static int viw_rx_hdr_whole(struct viw_qp *qp, struct sk_buff *skb, u32 off)
+{
+	struct viw_rx *rx = &qp->eng->rx;
+	int rv;
+
+	if (skb_copy_bits(skb, off, rx->hdr, sizeof(rx->hdr)))
+		return -EFAULT;
+	rv = viw_rx_hdr_len(qp);
+	if (rv)
+		return rv;
+	rx->hdr_got = rx->hdr_need;
+	rv = viw_rx_hdr_done(qp);
+	return rv ? rv : rx->hdr_need;
+}
+
 static int viw_rx_hdr(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 		      u32 avail)
 {
@@ -605,36 +666,19 @@ static int viw_rx_hdr(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 	u32 n = min(avail, need - rx->hdr_got);
 	int rv;
 
+	if (!rx->hdr_got && avail >= sizeof(rx->hdr))
+		return viw_rx_hdr_whole(qp, skb, off);
 	if (skb_copy_bits(skb, off, rx->hdr + rx->hdr_got, n))
 		return -EFAULT;
 	rx->hdr_got += n;
 	if (rx->hdr_got < need)
 		return n;
 	if (!rx->hdr_need) {
-		u32 hlen = viw_ddp_hdr_len(rx->hdr + VIW_MPA_LEN_SIZE);
-
-		if (!hlen) {
-			rv = viw_ddp_decode(rx->hdr + VIW_MPA_LEN_SIZE, 2,
-					    &rx->ddp, &qp->eng->rx.cause);
-			if (!rv)
-				viw_rx_set_cause(qp, VIW_TERM_RDMAP,
-						 VIW_RDMAP_ET_REMOTE_OP,
-						 VIW_RDMAP_EC_OPCODE);
-			return -EPROTO;
-		}
-		/* Refused at once, as before viw spoke it: see start_imm. */
-		if (viw_rx_op_unwanted(qp))
-			return viw_rx_opcode_error(qp);
-		rx->hdr_need = VIW_MPA_LEN_SIZE + hlen;
-		return n;
+		rv = viw_rx_hdr_len(qp);
+		return rv ? rv : n;
 	}
-	rv = viw_rx_start_segment(qp);
-	if (rv)
-		return rv;
-	rx->stage = rx->payload_len ? VIW_RX_PAYLOAD : VIW_RX_TRAILER;
-	rx->tr_got = 0;
-	rx->tr_need = viw_mpa_pad(rx->ulpdu_len) + VIW_MPA_CRC_SIZE;
-	return n;
+	rv = viw_rx_hdr_done(qp);
+	return rv ? rv : n;
 }
 
 /* Place @n payload bytes of a SEND into the receive WQE's buffers. */
@@ -907,7 +951,8 @@ static int viw_rx_trailer(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 	u32 pad = rx->tr_need - VIW_MPA_CRC_SIZE;
 	int rv;
 
-	if (skb_copy_bits(skb, off, rx->trailer + rx->tr_got, n))
+	/* Without CRCs the pad and the CRC field are not looked at. */
+	if (qp->crc && skb_copy_bits(skb, off, rx->trailer + rx->tr_got, n))
 		return -EFAULT;
 	rx->tr_got += n;
 	if (rx->tr_got < rx->tr_need)
