@@ -25,9 +25,17 @@ int viw_engine_alloc(struct viw_qp *qp)
 	eng->tx_batch->slots = (u8 *)get_zeroed_page(GFP_KERNEL);
 	if (!eng->tx_batch->slots)
 		goto err_batch;
+	/* Only a kernel PD has fast-register MRs (viw_alloc_mr()). */
+	if (viw_qp_is_kernel(qp)) {
+		eng->tx_bounce = kmalloc(VIW_TX_BOUNCE_BYTES, GFP_KERNEL);
+		if (!eng->tx_bounce)
+			goto err_slots;
+	}
 	qp->eng = eng;
 	return 0;
 
+err_slots:
+	free_page((unsigned long)eng->tx_batch->slots);
 err_batch:
 	kfree(eng->tx_batch);
 err_buf:
@@ -40,6 +48,7 @@ void viw_engine_free(struct viw_qp *qp)
 {
 	if (!qp->eng)
 		return;
+	kfree(qp->eng->tx_bounce);
 	free_page((unsigned long)qp->eng->tx_batch->slots);
 	kfree(qp->eng->tx_batch);
 	free_page((unsigned long)qp->eng->tx_buf);

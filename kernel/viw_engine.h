@@ -55,6 +55,8 @@ struct viw_irq_entry {
  * slot of their own until the batch is sent.
  */
 #define VIW_TX_BATCH_BYTES	SZ_64K
+/* A kernel QP's copies of fast-register MR payload: one FPDU's worth. */
+#define VIW_TX_BOUNCE_BYTES	SZ_64K
 #define VIW_TX_SLOT		64
 #define VIW_TX_SLOT_TRAILER	56	/* pad and CRC: at most 7 bytes */
 #define VIW_TX_BATCH_FPDUS	(PAGE_SIZE / VIW_TX_SLOT)
@@ -149,6 +151,9 @@ struct viw_engine {
 	u8 *tx_buf;			/* a page: FPDU headers and trailers */
 	struct bio_vec tx_bv[VIW_TX_MAX_BVEC];	/* the FPDU being built */
 	struct viw_tx_batch *tx_batch;	/* FPDUs not yet in the socket */
+	u8 *tx_bounce;			/* kernel QPs: viw_tx_bounce() */
+	u32 tx_bounce_used;		/* bytes of it the FPDU being built uses */
+	bool tx_bounced;		/* that FPDU is written at once */
 	struct viw_tx_wqe tx;
 	u32 tx_msn_send;
 	u32 tx_msn_rreq;

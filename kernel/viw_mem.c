@@ -897,6 +897,45 @@ static void viw_mr_store_now(const struct viw_mr *mr, u64 addr, u64 val)
 	}
 }
 
+/**
+ * viw_mr_copy_out - copy MR bytes that are about to be sent
+ * @mr: a referenced fast-register MR, found by @stag for a range that
+ *	holds this one
+ * @stag: the STag or lkey that named it
+ * @addr: first byte
+ * @len: bytes
+ * @dst: where to copy them
+ *
+ * The consumer may free a fast-register MR's pages once its invalidation
+ * returns, while TCP would still read them: the transmit engine sends
+ * this copy, taken under fr_lock, instead of the pages.
+ * Return: 0, or -ESTALE if @stag no longer names @mr for the range.
+ */
+int viw_mr_copy_out(struct viw_mr *mr, u32 stag, u64 addr, u32 len,
+		    void *dst)
+{
+	u32 done = 0;
+	int rv = -ESTALE;
+
+	if (viw_fr_begin(mr, stag, addr, len)) {
+		while (done < len) {
+			struct page *page;
+			u32 off, chunk;
+			void *src;
+
+			chunk = min(len - done,
+				    viw_mr_locate(mr, addr + done, &page, &off));
+			src = kmap_local_page(page) + off;
+			memcpy((u8 *)dst + done, src, chunk);
+			kunmap_local(src);
+			done += chunk;
+		}
+		rv = 0;
+	}
+	viw_fr_end(mr);
+	return rv;
+}
+
 /*
  * Store @val at address @addr of @mr, which @stag found for those 8
  * bytes.  Return: 0, or -ESTALE if a fast-register MR's STag was

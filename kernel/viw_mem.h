@@ -111,6 +111,8 @@ struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
 			  int access, u64 addr, u32 len,
 			  struct viw_term_cause *cause);
 void viw_mr_put(struct viw_mr *mr);
+int viw_mr_copy_out(struct viw_mr *mr, u32 stag, u64 addr, u32 len,
+		    void *dst);
 int viw_mr_bvec(const struct viw_mr *mr, u64 addr, u32 *len,
 		struct bio_vec *bv, int max);
 int viw_mr_place_skb(struct viw_mr *mr, u32 stag, u64 addr,

@@ -195,7 +195,10 @@ static int viw_tx_fpdu(struct viw_qp *qp, u32 hdr_len, int npay, u32 paylen,
 		if (rv)
 			return rv;
 	}
-	more = more && VIW_MPA_LEN_SIZE + hdr_len <= VIW_TX_SLOT_TRAILER;
+	/* Its payload copy is in tx_bounce, which the next FPDU reuses. */
+	more = more && !qp->eng->tx_bounced &&
+	       VIW_MPA_LEN_SIZE + hdr_len <= VIW_TX_SLOT_TRAILER;
+	qp->eng->tx_bounced = false;
 	if (more) {
 		u8 *slot = b->slots + b->fpdus * VIW_TX_SLOT;
 
@@ -463,8 +466,54 @@ static bool viw_tx_start_wqe(struct viw_qp *qp)
 }
 
 /*
+ * A fast-register MR's bytes go out as a copy in the engine's bounce
+ * buffer, taken under the MR's fr_lock (viw_mr_copy_out()): once the
+ * consumer's invalidation returns it may free the pages, while TCP would
+ * still read them.  The FPDU is then written at once (tx_bounced), before
+ * the buffer is used again.  Returns the pieces, or -ESTALE if the STag
+ * was invalidated meanwhile.
+ */
+static int viw_tx_bounce(struct viw_qp *qp, struct viw_mr *mr, u32 stag,
+			 u64 addr, u32 *len, struct bio_vec *bv, int max)
+{
+	struct viw_engine *eng = qp->eng;
+	u32 want = min(*len, VIW_TX_BOUNCE_BYTES - eng->tx_bounce_used);
+	u8 *dst = eng->tx_bounce + eng->tx_bounce_used;
+	u32 done = 0;
+	int n = 0, rv;
+
+	/* Only a kernel QP can name a fast-register MR: same PD. */
+	if (WARN_ON_ONCE(!eng->tx_bounce))
+		return -ESTALE;
+	rv = viw_mr_copy_out(mr, stag, addr, want, dst);
+	if (rv)
+		return rv;
+	while (done < want && n < max) {
+		u32 chunk = min_t(u32, want - done,
+				  PAGE_SIZE - offset_in_page(dst + done));
+
+		viw_bvec_virt(&bv[n++], dst + done, chunk);
+		done += chunk;
+	}
+	*len = done;
+	eng->tx_bounce_used += done;
+	eng->tx_bounced = true;
+	return n;
+}
+
+/* Pieces for @len bytes of @mr at @addr: its pages, or a bounced copy. */
+static int viw_tx_mr_pieces(struct viw_qp *qp, struct viw_mr *mr, u32 stag,
+			    u64 addr, u32 *len, struct bio_vec *bv, int max)
+{
+	if (mr->fast)
+		return viw_tx_bounce(qp, mr, stag, addr, len, bv, max);
+	return viw_mr_bvec(mr, addr, len, bv, max);
+}
+
+/*
  * Describe up to *@len payload bytes of the WQE from offset @off in
- * qp->eng->tx_bv[1..].  Returns the pieces; *@len becomes the bytes they hold,
+ * qp->eng->tx_bv[1..].  Returns the pieces, or -ESTALE if a fast-register
+ * MR was invalidated under the WQE; *@len becomes the bytes they hold,
  * which is less only if the pieces ran out: the FPDU then carries less.
  */
 static int viw_tx_payload(struct viw_qp *qp, u32 off, u32 *len)
@@ -472,8 +521,9 @@ static int viw_tx_payload(struct viw_qp *qp, u32 off, u32 *len)
 	struct viw_tx_wqe *tx = &qp->eng->tx;
 	struct bio_vec *bv = qp->eng->tx_bv + 1;
 	u32 left = *len;
-	int i, n = 0;
+	int i, n = 0, got;
 
+	qp->eng->tx_bounce_used = 0;
 	if (tx->sqe.flags & VIW_WQE_INLINE) {
 		u8 *data = qp->eng->tx_buf + VIW_TX_INLINE_OFF;
 
@@ -491,8 +541,11 @@ static int viw_tx_payload(struct viw_qp *qp, u32 off, u32 *len)
 			continue;
 		}
 		chunk = min(left, sge->length - off);
-		n += viw_mr_bvec(tx->mr[i], sge->addr + off, &chunk, &bv[n],
-				 VIW_TX_MAX_PIECES - n);
+		got = viw_tx_mr_pieces(qp, tx->mr[i], sge->lkey, sge->addr + off,
+				       &chunk, &bv[n], VIW_TX_MAX_PIECES - n);
+		if (got < 0)
+			return got;
+		n += got;
 		left -= chunk;
 		off = 0;
 	}
@@ -681,6 +734,8 @@ static int viw_tx_data_fpdu(struct viw_qp *qp)
 	int n, hlen, rv;
 
 	n = viw_tx_payload(qp, tx->sent, &paylen);
+	if (n < 0)
+		return n;
 	if (WARN_ON_ONCE(!paylen && tx->sent != tx->len))
 		return -EINVAL;
 	viw_tx_build_hdr(qp, &h, paylen);
@@ -854,9 +909,13 @@ static int viw_tx_read_resp(struct viw_qp *qp)
 		return viw_tx_atomic_resp(qp, ent);
 	paylen = min(ent->req.size - ent->sent, room);
 	/* paylen shrinks to what the pieces hold, if they run out */
+	qp->eng->tx_bounce_used = 0;
 	if (paylen)
-		n = viw_mr_bvec(ent->mr, ent->req.src_to + ent->sent, &paylen,
-				qp->eng->tx_bv + 1, VIW_TX_MAX_PIECES);
+		n = viw_tx_mr_pieces(qp, ent->mr, ent->req.src_stag,
+				     ent->req.src_to + ent->sent, &paylen,
+				     qp->eng->tx_bv + 1, VIW_TX_MAX_PIECES);
+	if (n < 0)
+		return n;
 	if (WARN_ON_ONCE(!paylen && ent->sent != ent->req.size))
 		return -EINVAL;
 	h.last = ent->sent + paylen == ent->req.size;
