@@ -23,11 +23,18 @@
  *                the file then shows "STAG x ADDR x LEN n", and "PLACED n",
  *                the bytes of the page that are not 0.
  *   inv          LOCAL_INV that MR and wait for its completion.
+ *   fill N       post N SENDs of KT_FILL bytes, so that a peer that does
+ *                not read leaves viw's transmit engine blocked in the socket.
+ *   recv         post a receive (for the peer's SEND with Invalidate);
+ *                the file then shows "RECV_INV 1" once it completed so.
+ *   poison       overwrite the MR's page with 0xdd, as a consumer that
+ *                reuses its pages after the invalidation would.
  *   stop         tear the listener and its connection down.
  */
 #include <linux/debugfs.h>
 #include <linux/inet.h>
 #include <linux/module.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
@@ -557,7 +564,8 @@ static int kt_local_op(struct kt_end *end, struct ib_mr *mr, bool reg)
 		.wr = { .wr_cqe = &end->cqe, .opcode = IB_WR_REG_MR,
 			.send_flags = IB_SEND_SIGNALED },
 		.mr = mr, .key = mr->rkey,
-		.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE,
+		.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+			  IB_ACCESS_REMOTE_READ,
 	};
 	struct ib_send_wr inv = {
 		.wr_cqe = &end->cqe, .opcode = IB_WR_LOCAL_INV,
@@ -699,6 +707,21 @@ static struct kt_conn *kt_peer;
 static struct ib_mr *kt_peer_mr;
 static struct scatterlist kt_peer_sg;
 
+#define KT_FILL		SZ_64K
+#define KT_POISON	0xdd
+
+static void *kt_fill_buf;
+static u64 kt_fill_dma;
+
+static void kt_fill_free(struct ib_device *dev)
+{
+	if (!kt_fill_buf)
+		return;
+	ib_dma_unmap_single(dev, kt_fill_dma, KT_FILL, DMA_TO_DEVICE);
+	kfree(kt_fill_buf);
+	kt_fill_buf = NULL;
+}
+
 static void kt_peer_stop(void)
 {
 	if (!kt_peer)
@@ -707,6 +730,8 @@ static void kt_peer_stop(void)
 		rdma_disconnect(kt_peer->server.id);
 		ib_drain_qp(kt_peer->server.qp);
 	}
+	if (kt_peer->server.id)
+		kt_fill_free(kt_peer->server.id->device);
 	if (kt_peer_mr)
 		ib_dereg_mr(kt_peer_mr);
 	kt_peer_mr = NULL;
@@ -763,6 +788,45 @@ static void kt_peer_show(void)
 	kt_say("STAG %#x ADDR %#llx LEN %lu", kt_peer_mr->rkey,
 	       kt_peer_mr->iova, PAGE_SIZE);
 	kt_say("PLACED %lu", kt_nonzero(kt_fr_page(end), PAGE_SIZE));
+	kt_say("RECV_INV %d", end->last_wc.opcode == IB_WC_RECV &&
+	       (end->last_wc.wc_flags & IB_WC_WITH_INVALIDATE) &&
+	       end->last_wc.ex.invalidate_rkey == kt_peer_mr->rkey);
+}
+
+/* @n SENDs of KT_FILL bytes from the peer connection's server QP. */
+static void kt_peer_fill(int n)
+{
+	struct kt_end *end = &kt_peer->server;
+	struct ib_device *dev;
+	int i, rv = 0;
+
+	if (!end->qp || n < 1 || n > KT_DEPTH / 2) {
+		kt_say("FILL no QP or bad count");
+		return;
+	}
+	dev = end->id->device;
+	if (!kt_fill_buf) {
+		kt_fill_buf = kzalloc(KT_FILL, GFP_KERNEL);
+		if (!kt_fill_buf) {
+			kt_say("FILL %d", -ENOMEM);
+			return;
+		}
+		kt_fill_dma = ib_dma_map_single(dev, kt_fill_buf, KT_FILL,
+						DMA_TO_DEVICE);
+	}
+	for (i = 0; i < n && !rv; i++) {
+		struct ib_sge sge = {
+			.addr = kt_fill_dma, .length = KT_FILL,
+			.lkey = end->pd->local_dma_lkey,
+		};
+		struct ib_send_wr wr = {
+			.wr_cqe = &end->cqe, .opcode = IB_WR_SEND,
+			.sg_list = &sge, .num_sge = 1,
+		};
+
+		rv = ib_post_send(end->qp, &wr, NULL);
+	}
+	kt_say("FILL %d", rv);
 }
 
 static void kt_peer_inv(void)
@@ -815,6 +879,16 @@ static int kt_do(char *cmd)
 			rv = kt_peer_listen(&sin);
 	} else if (!strncmp(cmd, "inv", 3)) {
 		kt_peer_inv();
+	} else if (sscanf(cmd, "fill %u", &port) == 1) {
+		if (kt_peer)
+			kt_peer_fill(port);
+	} else if (!strncmp(cmd, "recv", 4)) {
+		rv = kt_peer && kt_peer->server.qp ?
+		     kt_post_recv(&kt_peer->server, 0) : -ENOTCONN;
+	} else if (!strncmp(cmd, "poison", 6)) {
+		if (kt_peer && kt_peer_mr)
+			memset(kt_fr_page(&kt_peer->server), KT_POISON,
+			       PAGE_SIZE);
 	} else if (!strncmp(cmd, "stop", 4)) {
 		kt_peer_stop();
 	} else {

@@ -125,7 +125,8 @@ static struct {
 	const char *info;
 	int rcvbuf;
 	bool pattern;		/* -P: check tagged payloads */
-} vp_opt = { .count = 1, .timeout = 30 };
+	int poison;		/* -D BYTE: count it in tagged payloads */
+} vp_opt = { .count = 1, .timeout = 30, .poison = -1 };
 
 static struct vp_step vp_steps[VP_MAX_STEPS];
 static int vp_nsteps;
@@ -761,6 +762,23 @@ static const char *vp_pattern_check(const struct vp_fpdu *f)
 	return buf;
 }
 
+/* -D: " poison N" if N bytes of a tagged payload are the -D byte. */
+static const char *vp_poison_check(const struct vp_fpdu *f)
+{
+	static char buf[32];
+	const u8 *p = f->ulpdu + VIW_DDP_TAGGED_HDR_LEN;
+	u32 i, n = 0;
+
+	if (vp_opt.poison < 0 || f->hdr_rv || !f->hdr.tagged)
+		return "";
+	for (i = 0; i < f->payload_len; i++)
+		n += p[i] == vp_opt.poison;
+	if (!n)
+		return "";
+	snprintf(buf, sizeof(buf), " poison %u", n);
+	return buf;
+}
+
 /* One line per FPDU: "FPDU OPCODE fields... len N last L [badcrc]". */
 static void vp_print_fpdu(struct vp_conn *c, const struct vp_fpdu *f)
 {
@@ -777,10 +795,10 @@ static void vp_print_fpdu(struct vp_conn *c, const struct vp_fpdu *f)
 	switch (h->opcode) {
 	case VIW_RDMAP_WRITE:
 	case VIW_RDMAP_READ_RESP:
-		vp_out("FPDU %s stag 0x%x to 0x%llx len %u last %d%s%s",
+		vp_out("FPDU %s stag 0x%x to 0x%llx len %u last %d%s%s%s",
 		       vp_op_names[h->opcode], h->stag,
 		       (unsigned long long)h->to, f->payload_len, h->last, bad,
-		       vp_pattern_check(f));
+		       vp_pattern_check(f), vp_poison_check(f));
 		break;
 	case VIW_RDMAP_READ_REQ:
 		vp_out("FPDU READ_REQ msn %u sink_stag 0x%x sink_to 0x%llx len %u src_stag 0x%x src_to 0x%llx%s",
@@ -1606,7 +1624,7 @@ static const struct vp_step_def vp_defs[] = {
 
 static const char vp_usage_text[] =
 "usage: viw_peer [-6] (-c HOST:PORT | -l PORT) [-n COUNT] [-t TIMEOUT_S]\n"
-"                [-i INFO_FILE] [-P] STEP...\n"
+"                [-i INFO_FILE] [-P] [-D BYTE] STEP...\n"
 "A raw TCP peer speaking MPA/DDP/RDMAP byte by byte, for viw's tests.\n"
 "  -c HOST:PORT  connect ([v6addr]:port for IPv6); -l PORT listen, accept one\n"
 "  -6            IPv6    -n COUNT  COUNT connections in parallel, same steps\n"
@@ -1618,6 +1636,8 @@ static const char vp_usage_text[] =
 "                viw_target's MR pattern ((7*k+3)&0x7f at offset k), taking\n"
 "                the TO as k (so give read-req sink_to=<source offset>):\n"
 "                \" pattern ok\" or \" pattern bad at +N\" ends the FPDU line\n"
+"  -D BYTE       count BYTE in the payload of received WRITE/READ_RESP\n"
+"                FPDUs: \" poison N\" ends the FPDU line when N > 0\n"
 "Numbers are decimal or 0x hex; also @PD16.OFF, @PD32.OFF, @PD64.OFF: the\n"
 "big-endian number at byte OFF of the private data of the last MPA frame\n"
 "received (after the RFC 6581 words), optionally +N or -N (exit 3 if it is\n"
@@ -1815,7 +1835,7 @@ static void vp_parse_args(int argc, char **argv)
 	char *end;
 	int opt, i;
 
-	while ((opt = getopt_long(argc, argv, "+6c:l:n:t:i:Ph", lopts,
+	while ((opt = getopt_long(argc, argv, "+6c:l:n:t:i:PD:h", lopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case '6':
@@ -1845,6 +1865,11 @@ static void vp_parse_args(int argc, char **argv)
 			break;
 		case 'P':
 			vp_opt.pattern = true;
+			break;
+		case 'D':
+			vp_opt.poison = (int)strtol(optarg, &end, 0);
+			if (*end || vp_opt.poison < 0 || vp_opt.poison > 255)
+				vp_usage_err("-D %s: a byte", optarg);
 			break;
 		case 'h':
 			fputs(vp_usage_text, stdout);

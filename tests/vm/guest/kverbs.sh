@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-# vmtest-timeout: 240
+# vmtest-timeout: 300
 #
 # viw's kernel verbs under a kernel consumer of our own
 # (tests/kmod/viw_ktest.ko; issue 14):
@@ -23,6 +23,13 @@
 #      holds 512 written bytes.  Before fast-register MRs were
 #      invalidated under the lock that placement holds, the segment
 #      found its MR at the header and placed the rest.
+#   3. the transmit side: the peer stops reading, viw_ktest posts 256 KiB
+#      of SENDs (viw's transmit engine then waits in the socket), the
+#      peer asks to READ the fast-register page and invalidates its STag
+#      with a SEND with Invalidate, viw_ktest overwrites the page with
+#      0xdd, and the peer reads again: no READ Response may carry 0xdd.
+#      Before the engine sent a copy taken under the MR's lock, the READ
+#      Response was read out of the page after the invalidation.
 #
 # Topology: rdma_cm's kernel ids live in the initial network namespace
 # (viw_ktest creates them there), so everything runs there: viw_u on ua
@@ -105,6 +112,46 @@ grep -q '^PLACED 512$' "$state" ||
 	bad "bytes were placed after LOCAL_INV: $(grep PLACED "$state")"
 echo stop >"$CTL"
 log "the rest of the segment was refused after LOCAL_INV"
+
+# The transmit side: a READ Response is never read out of a page after the
+# MR's invalidation returned (docs/semantics.md section 14).  The peer
+# stops reading, so that SENDs of the kernel QP hold viw's transmit engine
+# in the socket; then it asks to READ the fast-register page and, before
+# the answer can go out, invalidates that STag with a SEND with
+# Invalidate.  The module then overwrites the page with 0xdd, as a
+# consumer reusing it would.  When the peer reads again, no READ Response
+# may carry those bytes.
+plog2=$VIW_OUT/peer-read.log
+rm -f "$info"
+echo "listen $IP_U $PEER_PORT" >"$CTL" || die "viw_ktest listen failed"
+"$PEER" -t 60 -D 0xdd -i "$info" -c "$IP_U:$PEER_PORT" mpa-req \
+	expect-rep:reject=0 noread await:FILLED \
+	read-req:sink_stag=0x1234,sink_to=0,len=4096,src_stag=@STAG,src_to=@ADDR \
+	send:len=0,inv=@STAG await:GO read-fpdus:secs=10 >"$plog2" 2>&1 &
+peer=$!
+wait_for 20 mr_ready || die "no MR for the peer: $(tr '\n' ' ' <"$state")"
+grep '^STAG ' "$state" | awk '{ print "STAG", $2; print "ADDR", $4 }' >"$info.tmp"
+mv "$info.tmp" "$info"
+echo recv >"$CTL" || die "viw_ktest recv failed"
+echo "fill 4" >"$CTL" || die "viw_ktest fill failed"
+grep -q '^FILL 0$' "$CTL" || die "the SENDs were not posted: $(tr '\n' ' ' <"$CTL")"
+sleep 2
+echo "FILLED 1" >>"$info"
+recv_inv() {
+	cat "$CTL" >"$state"
+	grep -q '^RECV_INV 1$' "$state"
+}
+wait_for 20 recv_inv || die "no SEND with Invalidate arrived: $(tr '\n' ' ' <"$state")"
+echo poison >"$CTL" || die "viw_ktest poison failed"
+log "the STag was invalidated with a READ of it queued behind 256 KiB of SENDs"
+echo "GO 1" >>"$info"
+wait "$peer" || true
+grep -c '^FPDU SEND' "$plog2" | sed 's/^/    peer: SEND FPDUs read: /'
+grep -E '^FPDU (READ_RESP|TERMINATE)|^CLOSE|^EOF' "$plog2" | sed 's/^/    peer: /'
+grep -q '^FPDU SEND' "$plog2" || bad "the peer read none of the SENDs"
+hasnt "$plog2" '^FPDU READ_RESP.* poison '
+echo stop >"$CTL"
+log "no READ Response carried the page after its invalidation"
 
 run rmmod viw_ktest
 log "objects of viw_u: $(objects_of viw_u)"
