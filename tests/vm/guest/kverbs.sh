@@ -23,7 +23,7 @@
 #      holds 512 written bytes.  Before fast-register MRs were
 #      invalidated under the lock that placement holds, the segment
 #      found its MR at the header and placed the rest.
-#   3. the transmit side: the peer stops reading, viw_ktest posts 256 KiB
+#   3. the transmit side: the peer stops reading, viw_ktest posts 512 KiB
 #      of SENDs (viw's transmit engine then waits in the socket), the
 #      peer asks to READ the fast-register page and invalidates its STag
 #      with a SEND with Invalidate, viw_ktest overwrites the page with
@@ -123,8 +123,12 @@ log "the rest of the segment was refused after LOCAL_INV"
 # may carry those bytes.
 plog2=$VIW_OUT/peer-read.log
 rm -f "$info"
+# Send buffers of at most 16 KiB for the sockets made from here on (viw's
+# of this connection), so that the SENDs cannot all fit in the socket.
+wmem=$(sysctl -n net.ipv4.tcp_wmem)
+sysctl -qw net.ipv4.tcp_wmem="4096 16384 16384"
 echo "listen $IP_U $PEER_PORT" >"$CTL" || die "viw_ktest listen failed"
-"$PEER" -t 60 -D 0xdd -i "$info" -c "$IP_U:$PEER_PORT" mpa-req \
+"$PEER" -t 60 -D 0xdd -i "$info" -c "$IP_U:$PEER_PORT" rcvbuf:4096 mpa-req \
 	expect-rep:reject=0 noread await:FILLED \
 	read-req:sink_stag=0x1234,sink_to=0,len=4096,src_stag=@STAG,src_to=@ADDR \
 	send:len=0,inv=@STAG await:GO read-fpdus:secs=10 >"$plog2" 2>&1 &
@@ -133,7 +137,7 @@ wait_for 20 mr_ready || die "no MR for the peer: $(tr '\n' ' ' <"$state")"
 grep '^STAG ' "$state" | awk '{ print "STAG", $2; print "ADDR", $4 }' >"$info.tmp"
 mv "$info.tmp" "$info"
 echo recv >"$CTL" || die "viw_ktest recv failed"
-echo "fill 4" >"$CTL" || die "viw_ktest fill failed"
+echo "fill 8" >"$CTL" || die "viw_ktest fill failed"
 grep -q '^FILL 0$' "$CTL" || die "the SENDs were not posted: $(tr '\n' ' ' <"$CTL")"
 sleep 2
 echo "FILLED 1" >>"$info"
@@ -143,9 +147,10 @@ recv_inv() {
 }
 wait_for 20 recv_inv || die "no SEND with Invalidate arrived: $(tr '\n' ' ' <"$state")"
 echo poison >"$CTL" || die "viw_ktest poison failed"
-log "the STag was invalidated with a READ of it queued behind 256 KiB of SENDs"
+log "the STag was invalidated with a READ of it queued behind 512 KiB of SENDs"
 echo "GO 1" >>"$info"
 wait "$peer" || true
+sysctl -qw net.ipv4.tcp_wmem="$wmem"
 grep -c '^FPDU SEND' "$plog2" | sed 's/^/    peer: SEND FPDUs read: /'
 grep -E '^FPDU (READ_RESP|TERMINATE)|^CLOSE|^EOF' "$plog2" | sed 's/^/    peer: /'
 grep -q '^FPDU SEND' "$plog2" || bad "the peer read none of the SENDs"
