@@ -31,12 +31,67 @@ static int viw_cq_expose(struct viw_cq *cq, struct ib_udata *udata)
 	return ib_copy_to_udata(udata, &uresp, sizeof(uresp));
 }
 
+static void viw_cq_async_error(struct viw_cq *cq)
+{
+	struct ib_event event = {
+		.device = cq->ibcq.device,
+		.event = IB_EVENT_CQ_ERR,
+		.element.cq = &cq->ibcq,
+	};
+
+	if (cq->ibcq.event_handler)
+		cq->ibcq.event_handler(&event, cq->ibcq.cq_context);
+}
+
+/*
+ * A kernel CQ's notifications, outside every lock of viw's: the consumer
+ * may post, poll and re-arm from its handler (the RDMA core's
+ * IB_POLL_SOFTIRQ and workqueue handlers only schedule their pollers).
+ * One run may deliver the notifications of several arms at once.
+ */
+static void viw_cq_notify_task(struct tasklet_struct *t)
+{
+	struct viw_cq *cq = from_tasklet(cq, t, notify_task);
+
+	if (test_and_clear_bit(VIW_CQ_DUE_ERR, &cq->notify_due))
+		viw_cq_async_error(cq);
+	if (test_and_clear_bit(VIW_CQ_DUE_COMP, &cq->notify_due) &&
+	    cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+}
+
 /* A kernel consumer's CQ: viw_poll_cq() reads the ring in its place. */
 static int viw_cq_kernel_init(struct viw_cq *cq)
 {
 	cq->wc_qp = kvcalloc(cq->ring.num_slots, sizeof(*cq->wc_qp),
 			     GFP_KERNEL);
-	return cq->wc_qp ? 0 : -ENOMEM;
+	if (!cq->wc_qp)
+		return -ENOMEM;
+	cq->notify_due = 0;
+	tasklet_setup(&cq->notify_task, viw_cq_notify_task);
+	return 0;
+}
+
+/**
+ * viw_cq_sync - wait for a kernel CQ's pending notifications
+ * @cq: the CQ, of a QP being destroyed
+ *
+ * Once a QP is gone its completions are notified too: the consumer frees
+ * the CQ next, and the core stops its poller before it calls
+ * destroy_cq, so a handler must not run after that.  Process context.
+ */
+void viw_cq_sync(struct viw_cq *cq)
+{
+	if (!cq->wc_qp)
+		return;
+	tasklet_kill(&cq->notify_task);
+	/*
+	 * Another QP of the CQ may have tried to schedule it while
+	 * tasklet_kill() held it: what that one left due goes now.
+	 */
+	smp_mb__after_atomic();
+	if (READ_ONCE(cq->notify_due))
+		tasklet_schedule(&cq->notify_task);
 }
 
 static int viw_cq_create(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -93,28 +148,44 @@ int viw_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct viw_cq *cq = to_viw_cq(ibcq);
 
+	/* No QP is left to push: nothing schedules it again. */
+	if (cq->wc_qp)
+		tasklet_kill(&cq->notify_task);
 	viw_ring_free(&cq->ring);
 	kvfree(cq->wc_qp);
 	viw_obj_put(to_viw_dev(ibcq->device), VIW_OBJ_CQ);
 	return 0;
 }
 
-static void viw_cq_async_error(struct viw_cq *cq)
+/*
+ * Deliver what viw_cq_push() found due.  A process's handlers are
+ * uverbs', which only queue an event and wake its reader, so they run
+ * at once; a kernel consumer's run from the tasklet.
+ */
+static void viw_cq_notify(struct viw_cq *cq, bool overflow_event, bool comp)
 {
-	struct ib_event event = {
-		.device = cq->ibcq.device,
-		.event = IB_EVENT_CQ_ERR,
-		.element.cq = &cq->ibcq,
-	};
-
-	if (cq->ibcq.event_handler)
-		cq->ibcq.event_handler(&event, cq->ibcq.cq_context);
+	if (cq->wc_qp) {
+		if (overflow_event)
+			set_bit(VIW_CQ_DUE_ERR, &cq->notify_due);
+		if (comp)
+			set_bit(VIW_CQ_DUE_COMP, &cq->notify_due);
+		if (overflow_event || comp)
+			tasklet_schedule(&cq->notify_task);
+		return;
+	}
+	if (overflow_event)
+		viw_cq_async_error(cq);
+	if (comp && cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 }
 
 /**
  * viw_cq_push - write one completion into a CQ ring
  * @cq: the CQ
  * @info: the completion
+ *
+ * Callers hold queue locks: a kernel consumer's handlers run later, from
+ * the CQ's tasklet (viw_cq_notify()).
  *
  * Return: 0, or -ENOSPC if the ring had no free slot; the CQ is then in
  * error and its owner gets IB_EVENT_CQ_ERR once.
@@ -152,9 +223,6 @@ int viw_cq_push(struct viw_cq *cq, const struct viw_cqe_info *info)
 out:
 	spin_unlock_irqrestore(&cq->lock, irqflags);
 
-	if (overflow_event)
-		viw_cq_async_error(cq);
-	if (notify && cq->ibcq.comp_handler)
-		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+	viw_cq_notify(cq, overflow_event, notify);
 	return rv;
 }

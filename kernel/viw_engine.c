@@ -19,14 +19,29 @@ int viw_engine_alloc(struct viw_qp *qp)
 		kfree(eng);
 		return -ENOMEM;
 	}
+	eng->tx_batch = kzalloc(sizeof(*eng->tx_batch), GFP_KERNEL);
+	if (!eng->tx_batch)
+		goto err_buf;
+	eng->tx_batch->slots = (u8 *)get_zeroed_page(GFP_KERNEL);
+	if (!eng->tx_batch->slots)
+		goto err_batch;
 	qp->eng = eng;
 	return 0;
+
+err_batch:
+	kfree(eng->tx_batch);
+err_buf:
+	free_page((unsigned long)eng->tx_buf);
+	kfree(eng);
+	return -ENOMEM;
 }
 
 void viw_engine_free(struct viw_qp *qp)
 {
 	if (!qp->eng)
 		return;
+	free_page((unsigned long)qp->eng->tx_batch->slots);
+	kfree(qp->eng->tx_batch);
 	free_page((unsigned long)qp->eng->tx_buf);
 	kfree(qp->eng->ackq);
 	kfree(qp->eng);

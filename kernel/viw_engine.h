@@ -45,6 +45,31 @@ struct viw_irq_entry {
 #define VIW_TX_MAX_PIECES	(SZ_64K / PAGE_SIZE + 2 * VIW_MAX_SGE)
 #define VIW_TX_MAX_BVEC		(VIW_TX_MAX_PIECES + 2)
 
+/*
+ * The FPDUs of one message gathered for a single sendmsg (viw_tx_fpdu()).
+ * An FPDU fills a TCP segment (MULPDU), and TCP sends every full segment
+ * it is given at once: written one by one, each FPDU went through the
+ * whole network stack, and the receiver's, as a packet of its own.  Given
+ * up to 64 KiB at a time, TCP builds packets of its GSO size; the bytes on
+ * the wire are the same.  A batched FPDU's header and trailer wait in a
+ * slot of their own until the batch is sent.
+ */
+#define VIW_TX_BATCH_BYTES	SZ_64K
+#define VIW_TX_SLOT		64
+#define VIW_TX_SLOT_TRAILER	56	/* pad and CRC: at most 7 bytes */
+#define VIW_TX_BATCH_FPDUS	(PAGE_SIZE / VIW_TX_SLOT)
+#define VIW_TX_BATCH_BVEC	256
+
+struct viw_tx_batch {
+	u8 *slots;			/* a page of VIW_TX_SLOT byte slots */
+	u32 fpdus;
+	u32 nbv;
+	u32 bytes;			/* on the wire */
+	u32 payload;
+	bool more;			/* the message goes on after it */
+	struct bio_vec bv[VIW_TX_BATCH_BVEC];
+};
+
 /* The WQE the transmit engine is sending. */
 struct viw_tx_wqe {
 	struct viw_sqe sqe;		/* copy of the shadow */
@@ -122,7 +147,8 @@ struct viw_ack_wait {
 struct viw_engine {
 	/* transmit engine, under qp->tx_lock */
 	u8 *tx_buf;			/* a page: FPDU headers and trailers */
-	struct bio_vec tx_bv[VIW_TX_MAX_BVEC];	/* the FPDU being sent */
+	struct bio_vec tx_bv[VIW_TX_MAX_BVEC];	/* the FPDU being built */
+	struct viw_tx_batch *tx_batch;	/* FPDUs not yet in the socket */
 	struct viw_tx_wqe tx;
 	u32 tx_msn_send;
 	u32 tx_msn_rreq;

@@ -156,6 +156,7 @@ static struct viw_mr *viw_mr_alloc(struct ib_pd *pd, int access)
 	}
 	mr->access = access;
 	refcount_set(&mr->ref, 1);
+	spin_lock_init(&mr->fr_lock);
 	INIT_WORK(&mr->free_work, viw_mr_free_work);
 	return mr;
 }
@@ -293,8 +294,15 @@ struct ib_mr *viw_get_dma_mr(struct ib_pd *pd, int access)
  * alloc_mr makes an MR that is invalid until a REG_MR work request,
  * executed by the transmit engine in send queue order, gives it a range
  * and an STag; LOCAL_INV, or the peer's SEND with Invalidate, makes it
- * invalid again.  map_mr_sg fills its page list in between, while it is
- * invalid.
+ * invalid again.  map_mr_sg fills the page list that the next REG_MR
+ * takes; the one in use stays until then.
+ *
+ * The pages hold no references: the consumer owns them and may free
+ * them once it has invalidated the MR.  So the data path holds fr_lock
+ * over each copy and checks that the STag it looked up is still the
+ * MR's (viw_fr_begin()), and an invalidation takes the same lock: a
+ * segment being placed when the invalidation comes finishes its current
+ * copy first, and its next copy is refused, like a new segment.
  */
 struct ib_mr *viw_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
 			   u32 max_num_sg)
@@ -311,11 +319,13 @@ struct ib_mr *viw_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
 		return ERR_CAST(mr);
 	mr->fast = true;
 	mr->max_pages = max_num_sg;
-	mr->pages = kvcalloc(max_num_sg, sizeof(*mr->pages), GFP_KERNEL);
+	/* The page list in use, then the one map_mr_sg fills. */
+	mr->pages = kvcalloc(2 * max_num_sg, sizeof(*mr->pages), GFP_KERNEL);
 	if (!mr->pages) {
 		viw_mr_free(vdev, mr);
 		return ERR_PTR(-ENOMEM);
 	}
+	mr->fr_map = mr->pages + max_num_sg;
 	return viw_mr_publish(vdev, mr);
 }
 
@@ -325,11 +335,11 @@ static int viw_fr_set_page(struct ib_mr *ibmr, u64 addr)
 	struct viw_mr *mr = to_viw_mr(ibmr);
 	void *va = (void *)(unsigned long)addr;
 
-	if (mr->num_pages >= mr->max_pages)
+	if (mr->fr_map_num >= mr->max_pages)
 		return -ENOMEM;
 	if (addr != (unsigned long)addr || !virt_addr_valid(va))
 		return -EINVAL;
-	mr->pages[mr->num_pages++] = virt_to_page(va);
+	mr->fr_map[mr->fr_map_num++] = virt_to_page(va);
 	return 0;
 }
 
@@ -337,12 +347,18 @@ int viw_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		  unsigned int *sg_offset)
 {
 	struct viw_mr *mr = to_viw_mr(ibmr);
+	unsigned long flags;
+	int n;
 
 	/* The page list indexes whole pages: viw_mr_locate(). */
 	if (!mr->fast || ibmr->page_size != PAGE_SIZE)
 		return -EINVAL;
-	mr->num_pages = 0;
-	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, viw_fr_set_page);
+	/* Against a REG_MR copying it; consumers map in any context. */
+	spin_lock_irqsave(&mr->fr_lock, flags);
+	mr->fr_map_num = 0;
+	n = ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, viw_fr_set_page);
+	spin_unlock_irqrestore(&mr->fr_lock, flags);
+	return n;
 }
 
 #define VIW_FR_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ | \
@@ -365,7 +381,26 @@ static bool viw_fr_fits(const struct viw_mr *mr, const struct viw_bind_mw *b)
 
 	if (!b->length || b->access & ~VIW_FR_ACCESS)
 		return false;
-	return b->length <= (u64)mr->num_pages * PAGE_SIZE - first;
+	return b->length <= (u64)mr->fr_map_num * PAGE_SIZE - first;
+}
+
+/*
+ * Begin a copy into or out of the pages of @mr, found by @stag for the
+ * range @addr, @len: false if a fast-register MR was invalidated or
+ * registered anew without that range since the lookup.  Until
+ * viw_fr_end(), no invalidation completes.
+ */
+static bool viw_fr_begin(struct viw_mr *mr, u32 stag, u64 addr, u64 len)
+	__acquires(&mr->fr_lock)
+{
+	spin_lock_bh(&mr->fr_lock);
+	return stag && mr->fr_stag == stag && viw_mr_covers(mr, addr, len);
+}
+
+static void viw_fr_end(struct viw_mr *mr)
+	__releases(&mr->fr_lock)
+{
+	spin_unlock_bh(&mr->fr_lock);
 }
 
 /**
@@ -389,7 +424,13 @@ u8 viw_mr_fast_reg(struct viw_qp *qp, const struct viw_sqe *sqe)
 	memcpy(&b, sqe->sge, sizeof(b));
 	rcu_read_lock();
 	mr = viw_fr_load(qp, sqe->rkey);
-	if (mr && !READ_ONCE(mr->fr_stag) && viw_fr_fits(mr, &b)) {
+	if (!mr)
+		goto out;
+	spin_lock_bh(&mr->fr_lock);
+	if (!mr->fr_stag && viw_fr_fits(mr, &b)) {
+		memcpy(mr->pages, mr->fr_map,
+		       mr->fr_map_num * sizeof(*mr->pages));
+		mr->num_pages = mr->fr_map_num;
 		mr->iova = b.addr;
 		mr->length = b.length;
 		mr->page_offset = b.addr & ~PAGE_MASK;
@@ -398,14 +439,28 @@ u8 viw_mr_fast_reg(struct viw_qp *qp, const struct viw_sqe *sqe)
 		smp_store_release(&mr->fr_stag, sqe->rkey);
 		status = VIW_CQE_SUCCESS;
 	}
+	spin_unlock_bh(&mr->fr_lock);
+out:
 	rcu_read_unlock();
 	return status;
 }
 
-/* Invalidate @mr if @stag is its STag now; under RCU. */
+/*
+ * Invalidate @mr if @stag is its STag now (any STag if @stag is 0).  A
+ * copy that is using its pages on another CPU ends first; none begins
+ * after (viw_fr_begin()).  Any context: from the receive engine in
+ * softirq, the spin is one copy long.
+ */
 static bool viw_fr_invalidate(struct viw_mr *mr, u32 stag)
 {
-	return cmpxchg(&mr->fr_stag, stag, 0) == stag;
+	bool done;
+
+	spin_lock_bh(&mr->fr_lock);
+	done = mr->fr_stag && (!stag || mr->fr_stag == stag);
+	if (done)
+		WRITE_ONCE(mr->fr_stag, 0);
+	spin_unlock_bh(&mr->fr_lock);
+	return done;
 }
 
 /* Local Invalidate of a fast-register MR of the QP's PD. */
@@ -490,6 +545,9 @@ int viw_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	rv = viw_mr_unpublish(vdev, mr);
 	if (rv)
 		return rv;
+	/* A segment that still holds it places nothing more. */
+	if (mr->fast)
+		viw_fr_invalidate(mr, 0);
 	if (refcount_dec_and_test(&mr->ref))
 		viw_mr_free(vdev, mr);
 	return 0;
@@ -697,9 +755,9 @@ int viw_mr_bvec(const struct viw_mr *mr, u64 addr, u32 *len,
  * Copy @len bytes from @skb at @skb_off into MR memory at @addr and fold
  * them into the CRC.  The range was checked against the MR.
  */
-int viw_mr_copy_from_skb(const struct viw_mr *mr, u64 addr,
-			 const struct sk_buff *skb, int skb_off, u32 len,
-			 u32 *crc)
+static int viw_mr_copy_from_skb(const struct viw_mr *mr, u64 addr,
+				const struct sk_buff *skb, int skb_off,
+				u32 len, u32 *crc)
 {
 	while (len) {
 		struct page *page;
@@ -722,6 +780,34 @@ int viw_mr_copy_from_skb(const struct viw_mr *mr, u64 addr,
 	return 0;
 }
 
+/**
+ * viw_mr_place_skb - place payload into MR memory
+ * @mr: a referenced MR, found by @stag for a range that holds this one
+ * @stag: the STag the segment or receive SGE named
+ * @addr: first byte
+ * @skb: the payload's skb
+ * @skb_off: its offset there
+ * @len: bytes
+ * @crc: the CRC to fold them into, or NULL
+ *
+ * A fast-register MR may have been invalidated since the lookup; then
+ * nothing is placed.
+ * Return: 0, -ESTALE if the STag is no longer valid for the range, or
+ * the skb's error.
+ */
+int viw_mr_place_skb(struct viw_mr *mr, u32 stag, u64 addr,
+		     const struct sk_buff *skb, int skb_off, u32 len, u32 *crc)
+{
+	int rv = -ESTALE;
+
+	if (!mr->fast)
+		return viw_mr_copy_from_skb(mr, addr, skb, skb_off, len, crc);
+	if (viw_fr_begin(mr, stag, addr, len))
+		rv = viw_mr_copy_from_skb(mr, addr, skb, skb_off, len, crc);
+	viw_fr_end(mr);
+	return rv;
+}
+
 /*
  * The 8 bytes at MR address @addr as an atomic64_t in a local mapping, or
  * NULL if they are not naturally aligned in the page: the tagged offset
@@ -739,12 +825,9 @@ static atomic64_t *viw_mr_map_u64(const struct viw_mr *mr, u64 addr)
 	return kmap_local_page(page) + off;
 }
 
-/**
- * viw_mr_atomic - perform an RFC 7306 atomic operation on MR memory
- * @mr: a referenced user MR whose range covers the 8 bytes at @addr
- * @addr: the target, 8-byte aligned
- * @ar: the operation
- * @orig: set to the value before the operation
+/*
+ * An RFC 7306 atomic operation on the 8 bytes at MR address @addr, which
+ * the caller checked; *@orig is set to the value before.
  *
  * A compare-and-exchange loop on the page itself: atomic with respect to
  * every other viw QP and device and to the CPUs' own atomics on the same
@@ -752,8 +835,8 @@ static atomic64_t *viw_mr_map_u64(const struct viw_mr *mr, u64 addr)
  *
  * Return: 0, or -EINVAL if the target is not aligned in memory.
  */
-int viw_mr_atomic(const struct viw_mr *mr, u64 addr,
-		  const struct viw_atomic_req *ar, u64 *orig)
+static int viw_mr_atomic_now(const struct viw_mr *mr, u64 addr,
+			     const struct viw_atomic_req *ar, u64 *orig)
 {
 	atomic64_t *p = viw_mr_map_u64(mr, addr);
 	s64 old;
@@ -769,8 +852,32 @@ int viw_mr_atomic(const struct viw_mr *mr, u64 addr,
 	return 0;
 }
 
+/**
+ * viw_mr_atomic - perform an RFC 7306 atomic operation on MR memory
+ * @mr: a referenced MR whose range covered the 8 bytes at @addr when the
+ *	request's STag was looked up
+ * @addr: the target, 8-byte aligned
+ * @ar: the operation, with its STag
+ * @orig: set to the value before the operation
+ *
+ * Return: 0, or -EINVAL if the target is not aligned in memory or a
+ * fast-register MR's STag was invalidated since.
+ */
+int viw_mr_atomic(struct viw_mr *mr, u64 addr,
+		  const struct viw_atomic_req *ar, u64 *orig)
+{
+	int rv = -EINVAL;
+
+	if (!mr->fast)
+		return viw_mr_atomic_now(mr, addr, ar, orig);
+	if (viw_fr_begin(mr, ar->stag, addr, VIW_ATOMIC_SIZE))
+		rv = viw_mr_atomic_now(mr, addr, ar, orig);
+	viw_fr_end(mr);
+	return rv;
+}
+
 /* Store @val at MR address @addr, which the caller checked. */
-void viw_mr_store_u64(const struct viw_mr *mr, u64 addr, u64 val)
+static void viw_mr_store_now(const struct viw_mr *mr, u64 addr, u64 val)
 {
 	u8 bytes[VIW_ATOMIC_SIZE];
 	u32 done = 0;
@@ -788,4 +895,25 @@ void viw_mr_store_u64(const struct viw_mr *mr, u64 addr, u64 val)
 		kunmap_local(dst);
 		done += chunk;
 	}
+}
+
+/*
+ * Store @val at address @addr of @mr, which @stag found for those 8
+ * bytes.  Return: 0, or -ESTALE if a fast-register MR's STag was
+ * invalidated since.
+ */
+int viw_mr_store_u64(struct viw_mr *mr, u32 stag, u64 addr, u64 val)
+{
+	int rv = -ESTALE;
+
+	if (!mr->fast) {
+		viw_mr_store_now(mr, addr, val);
+		return 0;
+	}
+	if (viw_fr_begin(mr, stag, addr, VIW_ATOMIC_SIZE)) {
+		viw_mr_store_now(mr, addr, val);
+		rv = 0;
+	}
+	viw_fr_end(mr);
+	return rv;
 }

@@ -28,15 +28,30 @@ struct viw_mr {
 	bool dma;
 	/*
 	 * A fast-register MR (alloc_mr): pages[] holds max_pages entries,
-	 * num_pages of them mapped by map_mr_sg, in the direct map and
-	 * without references (the kernel consumer owns them).  It is valid
-	 * while fr_stag, the STag its last REG_MR gave it, is not 0; lookups
-	 * match that STag, not ibmr.lkey, which the consumer changes
-	 * before it posts the REG_MR (ib_update_fast_reg_key).
+	 * num_pages of them given by the last REG_MR, in the direct map and
+	 * without references (the kernel consumer owns them).  map_mr_sg
+	 * fills fr_map[] (fr_map_num entries), which REG_MR copies: a
+	 * consumer may map the next page list while the MR is still valid
+	 * (iSER posts LOCAL_INV and REG_MR together).  It is valid while
+	 * fr_stag, the STag its last REG_MR gave it, is not 0; lookups
+	 * match that STag, not ibmr.lkey, which the consumer changes before
+	 * it posts the REG_MR (ib_update_fast_reg_key).
+	 *
+	 * fr_lock orders the data path's use of the pages against
+	 * invalidation: every copy into or out of them runs under it and
+	 * checks fr_stag and the range first (viw_fr_begin()), and
+	 * LOCAL_INV, the peer's SEND with Invalidate, REG_MR and dereg_mr
+	 * change fr_stag under it.  Once an invalidation returns, nothing
+	 * touches the pages, which the consumer may then free.  It is held
+	 * for one copy of bytes that are already there, never across a
+	 * wait for the peer.
 	 */
 	bool fast;
 	u32 max_pages;
 	u32 fr_stag;
+	struct page **fr_map;
+	u32 fr_map_num;
+	spinlock_t fr_lock;
 	u32 page_offset;		/* of iova within pages[0] */
 	u64 iova;
 	u64 length;
@@ -98,11 +113,10 @@ struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
 void viw_mr_put(struct viw_mr *mr);
 int viw_mr_bvec(const struct viw_mr *mr, u64 addr, u32 *len,
 		struct bio_vec *bv, int max);
-int viw_mr_copy_from_skb(const struct viw_mr *mr, u64 addr,
-			 const struct sk_buff *skb, int skb_off, u32 len,
-			 u32 *crc);
-int viw_mr_atomic(const struct viw_mr *mr, u64 addr,
+int viw_mr_place_skb(struct viw_mr *mr, u32 stag, u64 addr,
+		     const struct sk_buff *skb, int skb_off, u32 len, u32 *crc);
+int viw_mr_atomic(struct viw_mr *mr, u64 addr,
 		  const struct viw_atomic_req *ar, u64 *orig);
-void viw_mr_store_u64(const struct viw_mr *mr, u64 addr, u64 val);
+int viw_mr_store_u64(struct viw_mr *mr, u32 stag, u64 addr, u64 val);
 
 #endif /* VIW_MEM_H */

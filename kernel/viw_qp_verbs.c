@@ -266,6 +266,9 @@ int viw_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	viw_rx_reset(qp);
 	viw_rd_reset(qp);
 	viw_direct_qp_destroy(qp);
+	/* Its last completions are notified before the CQs can go. */
+	viw_cq_sync(qp->scq);
+	viw_cq_sync(qp->rcq);
 	viw_wq_free(&qp->rq);
 	viw_wq_free(&qp->sq);
 	viw_engine_free(qp);

@@ -20,6 +20,19 @@ struct viw_cq {
 	 */
 	u32 cons;
 	struct ib_qp **wc_qp;
+	/*
+	 * A kernel consumer's comp_handler and event_handler run from
+	 * notify_task, with none of viw's locks held: the completions come
+	 * under queue locks, and a handler may post into the QP at once.
+	 * notify_due holds the VIW_CQ_DUE_* bits it is to deliver.
+	 */
+	struct tasklet_struct notify_task;
+	unsigned long notify_due;
+};
+
+enum {
+	VIW_CQ_DUE_COMP,
+	VIW_CQ_DUE_ERR,
 };
 
 struct viw_srq {
@@ -58,6 +71,7 @@ struct viw_cqe_info {
 };
 
 int viw_cq_push(struct viw_cq *cq, const struct viw_cqe_info *info);
+void viw_cq_sync(struct viw_cq *cq);
 
 /* viw_srq.c */
 int viw_srq_take(struct viw_srq *srq, struct viw_rqe *rqe);

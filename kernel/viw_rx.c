@@ -437,6 +437,7 @@ static int viw_rx_atomic_resp(struct viw_qp *qp)
 	struct viw_atomic_resp resp;
 	struct viw_term_cause cause;
 	struct viw_mr *mr;
+	u8 status;
 
 	if (rx->ddp.msn != rx->msn_aresp)
 		return viw_rx_untagged_error(qp,
@@ -456,9 +457,12 @@ static int viw_rx_atomic_resp(struct viw_qp *qp)
 		viw_qp_fail(qp, NULL);
 		return 0;
 	}
-	viw_mr_store_u64(mr, ent->sink_to, resp.orig);
+	status = viw_mr_store_u64(mr, ent->sink_stag, ent->sink_to, resp.orig) ?
+		 VIW_CQE_LOC_PROT_ERR : VIW_CQE_SUCCESS;
 	viw_mr_put(mr);
-	viw_rx_atomic_done(qp, VIW_CQE_SUCCESS);
+	viw_rx_atomic_done(qp, status);
+	if (status != VIW_CQE_SUCCESS)
+		viw_qp_fail(qp, NULL);
 	return 0;
 }
 
@@ -593,6 +597,67 @@ static int viw_rx_start_segment(struct viw_qp *qp)
 	}
 }
 
+/*
+ * The first two bytes of the DDP header are in rx->hdr: the header's
+ * length follows from them (rx->hdr_need).
+ */
+static int viw_rx_hdr_len(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->eng->rx;
+	u32 hlen = viw_ddp_hdr_len(rx->hdr + VIW_MPA_LEN_SIZE);
+	int rv;
+
+	if (!hlen) {
+		rv = viw_ddp_decode(rx->hdr + VIW_MPA_LEN_SIZE, 2, &rx->ddp,
+				    &qp->eng->rx.cause);
+		if (!rv)
+			viw_rx_set_cause(qp, VIW_TERM_RDMAP,
+					 VIW_RDMAP_ET_REMOTE_OP,
+					 VIW_RDMAP_EC_OPCODE);
+		return -EPROTO;
+	}
+	/* Refused at once, as before viw spoke it: see start_imm. */
+	if (viw_rx_op_unwanted(qp))
+		return viw_rx_opcode_error(qp);
+	rx->hdr_need = VIW_MPA_LEN_SIZE + hlen;
+	return 0;
+}
+
+/* The whole header is in rx->hdr: start the segment. */
+static int viw_rx_hdr_done(struct viw_qp *qp)
+{
+	struct viw_rx *rx = &qp->eng->rx;
+	int rv;
+
+	rv = viw_rx_start_segment(qp);
+	if (rv)
+		return rv;
+	rx->stage = rx->payload_len ? VIW_RX_PAYLOAD : VIW_RX_TRAILER;
+	rx->tr_got = 0;
+	rx->tr_need = viw_mpa_pad(rx->ulpdu_len) + VIW_MPA_CRC_SIZE;
+	return 0;
+}
+
+/*
+ * Most headers arrive whole, with the longest header's worth of bytes
+ * behind them in the skb: one copy takes the header, where reading its
+ * length first took two.  Returns the header's length or an error.
+ */
+static int viw_rx_hdr_whole(struct viw_qp *qp, struct sk_buff *skb, u32 off)
+{
+	struct viw_rx *rx = &qp->eng->rx;
+	int rv;
+
+	if (skb_copy_bits(skb, off, rx->hdr, sizeof(rx->hdr)))
+		return -EFAULT;
+	rv = viw_rx_hdr_len(qp);
+	if (rv)
+		return rv;
+	rx->hdr_got = rx->hdr_need;
+	rv = viw_rx_hdr_done(qp);
+	return rv ? rv : rx->hdr_need;
+}
+
 static int viw_rx_hdr(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 		      u32 avail)
 {
@@ -601,36 +666,19 @@ static int viw_rx_hdr(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 	u32 n = min(avail, need - rx->hdr_got);
 	int rv;
 
+	if (!rx->hdr_got && avail >= sizeof(rx->hdr))
+		return viw_rx_hdr_whole(qp, skb, off);
 	if (skb_copy_bits(skb, off, rx->hdr + rx->hdr_got, n))
 		return -EFAULT;
 	rx->hdr_got += n;
 	if (rx->hdr_got < need)
 		return n;
 	if (!rx->hdr_need) {
-		u32 hlen = viw_ddp_hdr_len(rx->hdr + VIW_MPA_LEN_SIZE);
-
-		if (!hlen) {
-			rv = viw_ddp_decode(rx->hdr + VIW_MPA_LEN_SIZE, 2,
-					    &rx->ddp, &qp->eng->rx.cause);
-			if (!rv)
-				viw_rx_set_cause(qp, VIW_TERM_RDMAP,
-						 VIW_RDMAP_ET_REMOTE_OP,
-						 VIW_RDMAP_EC_OPCODE);
-			return -EPROTO;
-		}
-		/* Refused at once, as before viw spoke it: see start_imm. */
-		if (viw_rx_op_unwanted(qp))
-			return viw_rx_opcode_error(qp);
-		rx->hdr_need = VIW_MPA_LEN_SIZE + hlen;
-		return n;
+		rv = viw_rx_hdr_len(qp);
+		return rv ? rv : n;
 	}
-	rv = viw_rx_start_segment(qp);
-	if (rv)
-		return rv;
-	rx->stage = rx->payload_len ? VIW_RX_PAYLOAD : VIW_RX_TRAILER;
-	rx->tr_got = 0;
-	rx->tr_need = viw_mpa_pad(rx->ulpdu_len) + VIW_MPA_CRC_SIZE;
-	return n;
+	rv = viw_rx_hdr_done(qp);
+	return rv ? rv : n;
 }
 
 /* Place @n payload bytes of a SEND into the receive WQE's buffers. */
@@ -652,8 +700,13 @@ static int viw_rx_place_send(struct viw_qp *qp, struct sk_buff *skb,
 			continue;
 		}
 		chunk = min(n, sge->length - pos);
-		rv = viw_mr_copy_from_skb(rx->rqe_mr[i], sge->addr + pos, skb,
-					  off, chunk, crc);
+		rv = viw_mr_place_skb(rx->rqe_mr[i], sge->lkey, sge->addr + pos,
+				      skb, off, chunk, crc);
+		/* The consumer invalidated its own buffer: a local error. */
+		if (rv == -ESTALE)
+			viw_rx_set_cause(qp, VIW_TERM_RDMAP,
+					 VIW_RDMAP_ET_CATASTROPHIC,
+					 VIW_RDMAP_EC_CATASTROPHIC_STREAM);
 		if (rv)
 			return rv;
 		off += chunk;
@@ -706,19 +759,38 @@ static int viw_rx_keep_term(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 			      sizeof(rx->term_body) - got);
 }
 
+/*
+ * Place @n payload bytes of a tagged segment.  A fast-register MR that
+ * was invalidated after the segment's header was checked takes no more
+ * of it: the segment fails as one to an invalid STag would.
+ */
+static int viw_rx_place_mr(struct viw_qp *qp, struct sk_buff *skb, u32 off,
+			   u32 n)
+{
+	struct viw_rx *rx = &qp->eng->rx;
+	int rv;
+
+	rv = viw_mr_place_skb(rx->mr, rx->ddp.stag, rx->addr + rx->payload_got,
+			      skb, off, n, qp->crc ? &rx->crc : NULL);
+	if (rv != -ESTALE)
+		return rv;
+	viw_rx_set_cause(qp, VIW_TERM_DDP, VIW_DDP_ET_TAGGED,
+			 VIW_DDP_EC_T_INVALID_STAG);
+	viw_term_tagged_cause(&rx->cause, rx->ddp.to, rx->payload_len, false);
+	return -EPROTO;
+}
+
 static int viw_rx_payload(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 			  u32 avail)
 {
 	struct viw_rx *rx = &qp->eng->rx;
 	u32 n = min(avail, rx->payload_len - rx->payload_got);
-	u32 *crc = qp->crc ? &rx->crc : NULL;
 	int rv;
 
 	if (rx->ddp.opcode == VIW_RDMAP_TERMINATE)
 		rv = viw_rx_keep_term(qp, skb, off, n);
 	else if (rx->mr)
-		rv = viw_mr_copy_from_skb(rx->mr, rx->addr + rx->payload_got,
-					  skb, off, n, crc);
+		rv = viw_rx_place_mr(qp, skb, off, n);
 	else if (rx->rqe_active)
 		rv = viw_rx_place_send(qp, skb, off, n);
 	else
@@ -879,7 +951,8 @@ static int viw_rx_trailer(struct viw_qp *qp, struct sk_buff *skb, u32 off,
 	u32 pad = rx->tr_need - VIW_MPA_CRC_SIZE;
 	int rv;
 
-	if (skb_copy_bits(skb, off, rx->trailer + rx->tr_got, n))
+	/* Without CRCs the pad and the CRC field are not looked at. */
+	if (qp->crc && skb_copy_bits(skb, off, rx->trailer + rx->tr_got, n))
 		return -EFAULT;
 	rx->tr_got += n;
 	if (rx->tr_got < rx->tr_need)

@@ -3,7 +3,8 @@
  * viw: the transmit engine.
  *
  * One work item per QP takes WQEs from the send queue, cuts them into
- * FPDUs of at most MULPDU bytes and writes them to the TCP socket.  A
+ * FPDUs of at most MULPDU bytes and writes them to the TCP socket, the
+ * FPDUs of one message up to 64 KiB in one write (struct viw_tx_batch).  A
  * doorbell that finds the engine idle runs it in the caller's context
  * instead (viw_tx_direct()), as long as the socket has room.  RDMA
  * READ requests from the peer are answered between WQEs.  The engine
@@ -110,65 +111,119 @@ static int viw_tx_sendmsg(struct viw_qp *qp, struct msghdr *msg)
 }
 
 /*
- * Room in the socket for two of the largest FPDUs: what the send buffer
- * charges for a segment (sk_wmem_queued counts the skb overhead too) stays
- * below that, so a non-blocking write of one FPDU goes in whole.
+ * Room in the socket for the batch not yet written and two of the largest
+ * FPDUs: what the send buffer charges for a segment (sk_wmem_queued counts
+ * the skb overhead too) stays below that, so a non-blocking write of the
+ * batch goes in whole.
  */
 static bool viw_tx_room(struct viw_qp *qp)
 {
 	struct sock *sk = qp->sock->sk;
 
 	return sk_stream_memory_free(sk) &&
-	       sk_stream_wspace(sk) >= 2 * (int)viw_fpdu_len(qp->mulpdu);
+	       sk_stream_wspace(sk) >= (int)qp->eng->tx_batch->bytes +
+				       2 * (int)viw_fpdu_len(qp->mulpdu);
+}
+
+static void viw_tx_batch_clear(struct viw_tx_batch *b)
+{
+	b->fpdus = 0;
+	b->nbv = 0;
+	b->bytes = 0;
+	b->payload = 0;
+}
+
+/* Write the batch to the socket, whole; it is empty afterwards. */
+static int viw_tx_flush(struct viw_qp *qp)
+{
+	struct viw_tx_batch *b = qp->eng->tx_batch;
+	struct msghdr msg = {
+		.msg_flags = MSG_NOSIGNAL | (b->more ? MSG_MORE : 0),
+	};
+	u32 fpdus = b->fpdus, payload = b->payload;
+	int rv;
+
+	if (!fpdus)
+		return 0;
+	/* The iterator's length is the sum of what bv[] describes. */
+	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, b->bv, b->nbv, b->bytes);
+	rv = viw_tx_sendmsg(qp, &msg);
+	viw_tx_batch_clear(b);
+	if (rv)
+		return rv;
+	viw_count(qp->vdev, VIW_CNT_TX_FPDUS, fpdus);
+	viw_count(qp->vdev, VIW_CNT_TX_BYTES, payload);
+	return 0;
+}
+
+/* Does an FPDU of @npay pieces and @len bytes still fit in the batch? */
+static bool viw_tx_batch_fits(const struct viw_tx_batch *b, int npay, u32 len)
+{
+	return b->fpdus < VIW_TX_BATCH_FPDUS &&
+	       b->nbv + npay + 2 <= VIW_TX_BATCH_BVEC &&
+	       b->bytes + len <= VIW_TX_BATCH_BYTES;
 }
 
 /**
- * viw_tx_fpdu - frame and send one DDP segment
+ * viw_tx_fpdu - frame one DDP segment and add it to the batch
  * @qp: the QP, tx_lock held
  * @hdr_len: DDP/RDMAP header length, the header is at tx_buf + 2
  * @npay: number of payload pieces, already in qp->eng->tx_bv[1..npay]
  * @paylen: payload bytes, exactly what those pieces describe
- * @more: more FPDUs follow at once (MSG_MORE)
+ * @more: more FPDUs of the message follow at once, and until they are
+ *	written the payload pieces stay valid (not the tx_buf's inline data)
+ *
+ * Only an FPDU with @more waits in the batch: any other is written at
+ * once, with those before it, so that nothing waits once a message or
+ * a control message is complete.
  */
 static int viw_tx_fpdu(struct viw_qp *qp, u32 hdr_len, int npay, u32 paylen,
 		       bool more)
 {
+	struct viw_tx_batch *b = qp->eng->tx_batch;
 	u8 *hdr = qp->eng->tx_buf + VIW_TX_HDR_OFF;
 	u8 *trailer = qp->eng->tx_buf + VIW_TX_TRAILER_OFF;
 	u32 ulpdu = hdr_len + paylen;
 	u32 pad = viw_mpa_pad(ulpdu);
-	struct bio_vec *bv = qp->eng->tx_bv;
-	struct msghdr msg = {
-		.msg_flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0),
-	};
+	u32 len = viw_fpdu_len(ulpdu);
 	int rv;
 
 	if (WARN_ON_ONCE(npay > VIW_TX_MAX_PIECES))
 		return -EINVAL;
+	if (!viw_tx_batch_fits(b, npay, len)) {
+		rv = viw_tx_flush(qp);
+		if (rv)
+			return rv;
+	}
+	more = more && VIW_MPA_LEN_SIZE + hdr_len <= VIW_TX_SLOT_TRAILER;
+	if (more) {
+		u8 *slot = b->slots + b->fpdus * VIW_TX_SLOT;
+
+		memcpy(slot + VIW_MPA_LEN_SIZE, hdr + VIW_MPA_LEN_SIZE, hdr_len);
+		hdr = slot;
+		trailer = slot + VIW_TX_SLOT_TRAILER;
+	}
 	viw_put_be16(hdr, ulpdu);
 	memset(trailer, 0, pad + VIW_MPA_CRC_SIZE);
 	if (qp->crc) {
 		u32 crc = crc32c(VIW_CRC_INIT, hdr, VIW_MPA_LEN_SIZE + hdr_len);
 
-		crc = viw_crc_bvec(crc, bv + 1, npay);
+		crc = viw_crc_bvec(crc, qp->eng->tx_bv + 1, npay);
 		crc = crc32c(crc, trailer, pad);
 		viw_put_crc(trailer + pad, viw_crc_final(crc));
 	}
 
-	viw_bvec_virt(&bv[0], hdr, VIW_MPA_LEN_SIZE + hdr_len);
-	viw_bvec_virt(&bv[npay + 1], trailer, pad + VIW_MPA_CRC_SIZE);
-	/* The iterator's length is the sum of what bv[] describes. */
-	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, bv, npay + 2,
-		      viw_fpdu_len(ulpdu));
-
-	rv = viw_tx_sendmsg(qp, &msg);
-	if (rv)
-		return rv;
-	viw_count(qp->vdev, VIW_CNT_TX_FPDUS, 1);
-	viw_count(qp->vdev, VIW_CNT_TX_BYTES, paylen);
+	viw_bvec_virt(&b->bv[b->nbv++], hdr, VIW_MPA_LEN_SIZE + hdr_len);
+	memcpy(&b->bv[b->nbv], qp->eng->tx_bv + 1, npay * sizeof(b->bv[0]));
+	b->nbv += npay;
+	viw_bvec_virt(&b->bv[b->nbv++], trailer, pad + VIW_MPA_CRC_SIZE);
+	b->fpdus++;
+	b->bytes += len;
+	b->payload += paylen;
+	b->more = more;
 	viw_count_max(qp->vdev, VIW_HWM_TX_PAYLOAD, paylen);
 	viw_count_max(qp->vdev, VIW_HWM_TX_PIECES, npay);
-	return 0;
+	return more ? 0 : viw_tx_flush(qp);
 }
 
 /* Send a zero-length message on its own: the MPA peer-to-peer RTR. */
@@ -229,6 +284,8 @@ static void viw_tx_release_mrs(struct viw_tx_wqe *tx)
 /* Forget the WQE in progress (the QP left RTS; flush completes it). */
 void viw_tx_abort(struct viw_qp *qp)
 {
+	/* An unwritten batch may point into the MRs released here. */
+	viw_tx_batch_clear(qp->eng->tx_batch);
 	viw_tx_release_mrs(&qp->eng->tx);
 	qp->eng->tx.active = false;
 }
@@ -632,7 +689,9 @@ static int viw_tx_data_fpdu(struct viw_qp *qp)
 		return hlen;
 	if (h.last)
 		viw_tx_count_msgs(qp);
-	rv = viw_tx_fpdu(qp, hlen, n, paylen, !h.last);
+	/* inline data is copied into tx_buf anew for each FPDU */
+	rv = viw_tx_fpdu(qp, hlen, n, paylen,
+			 !h.last && !(tx->sqe.flags & VIW_WQE_INLINE));
 	if (rv)
 		return rv;
 	tx->sent += paylen;
@@ -946,13 +1005,17 @@ static void viw_tx_terminate(struct viw_qp *qp)
 static int viw_tx_run(struct viw_qp *qp)
 {
 	int budget = VIW_TX_BUDGET;
-	int rv = 0;
+	int rv = 0, flushed;
 
 	while (budget--) {
 		rv = viw_tx_step(qp);
 		if (rv <= 0)
 			break;
 	}
+	/* What the steps framed goes out before tx_lock is released. */
+	flushed = viw_tx_flush(qp);
+	if (flushed)
+		rv = flushed;
 	if (!viw_qp_tx_open(qp) && qp->eng->tx.active)
 		viw_tx_abort(qp);
 	return rv;

@@ -33,7 +33,8 @@ if [ "$(cat "$tools/.stamp" 2>/dev/null)" != "$stamp" ]; then
 fi
 
 shopt -s nullglob
-files=("$src"/kernel/*.c "$src"/kernel/*.h "$src"/kernel-headers/rdma/viw-abi.h)
+files=("$src"/kernel/*.c "$src"/kernel/*.h "$src"/kernel-headers/rdma/viw-abi.h \
+	"$src"/tests/kmod/*.c)
 [ ${#files[@]} -gt 0 ] || { echo "FAIL: no files to check"; exit 1; }
 [ -n "$(ls "$src"/kernel/*.c 2>/dev/null)" ] || echo "note: no kernel/*.c yet"
 

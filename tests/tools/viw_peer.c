@@ -1509,6 +1509,14 @@ static void vp_step_sleep(struct vp_conn *c, struct vp_step *s)
 	vp_sleep_ms((long long)(secs * 1000));
 }
 
+/* Wait until the -i file holds KEY: the test's go-ahead for the next step. */
+static void vp_step_await(struct vp_conn *c, struct vp_step *s)
+{
+	(void)c;
+	vp_info_value(s->bare);
+	vp_out("AWAITED %s", s->bare);
+}
+
 static void vp_step_hold(struct vp_conn *c, struct vp_step *s)
 {
 	(void)c;
@@ -1588,6 +1596,7 @@ static const struct vp_step_def vp_defs[] = {
 	{ "noread", NULL, 0, vp_step_noread },
 	{ "sleep", "secs", 1, vp_step_sleep },
 	{ "hold", NULL, 0, vp_step_hold },
+	{ "await", NULL, 2, vp_step_await },
 	{ "cork", NULL, 0, vp_step_cork },
 	{ "uncork", NULL, 0, vp_step_cork },
 	{ "fin", NULL, 0, vp_step_fin },
@@ -1660,6 +1669,7 @@ static const char vp_usage_text[] =
 "       or N of them (fewer than N: exit 3) -> FPDU ... lines, FPDUS n\n"
 "  rcvbuf:BYTES  SO_RCVBUF, applied before connect/listen wherever it stands\n"
 "  noread  never read the socket again   sleep:SECS   hold (until killed)\n"
+"  await:KEY  wait until the -i file holds KEY (a test's go-ahead)\n"
 "  fin (shutdown write)   rst (SO_LINGER 0 close)   close\n"
 "  cork / uncork  TCP_CORK on/off: send what lies between in as few\n"
 "       segments as possible (e.g. cork mpa-req send:len=8 fin)\n"

@@ -495,6 +495,21 @@ make_two_hosts() {
 	log "two hosts: $DEV_A on $IF_A ($IP_A) in ns $NS_A, $DEV_B on $IF_B ($IP_B) in ns $NS_B"
 }
 
+# make_init_host IP: viw_u on ua (IP/24), one end of a veth pair in the
+# initial namespace, for kernel consumers, whose rdma_cm ids live there
+# (kverbs-smoke.sh, kverbs.sh).  Loads viw and mounts debugfs.
+make_init_host() {
+	load_viw
+	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+	ip link add ua type veth peer name ub
+	ip addr add "$1/24" dev ua
+	ip link set lo up
+	ip link set ua up
+	ip link set ub up
+	run rdma link add viw_u type viw netdev ua || die "rdma link add failed"
+	wait_for 10 ib_dev_exists viw_u || die "viw_u did not appear"
+}
+
 # cleanup_hosts: kill what runs in the namespaces, delete the RDMA links of
 # the namespaces' netdevs and the namespaces (and with them the veth pair).
 cleanup_hosts() {

@@ -26,15 +26,7 @@ NQN=nqn.2026-12.viw:kverbs-smoke
 CFG=/sys/kernel/config/nvmet
 
 setup() {
-	load_viw
-	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
-	ip link add ua type veth peer name ub
-	ip addr add "$IP_U/24" dev ua
-	ip link set lo up
-	ip link set ua up
-	ip link set ub up
-	run rdma link add viw_u type viw netdev ua || die "rdma link add failed"
-	wait_for 10 ib_dev_exists viw_u || die "viw_u did not appear"
+	make_init_host "$IP_U"
 }
 
 start_target() {
