@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 # vmtest-timeout: 420
+# vmtest-cmdline: slub_debug=U,kmalloc-*,TCP*
 #
 # Issue 12, lane 4: a soak.  For SOAK_SECS (default 120: the suite's
 # version; scripts/soak runs 1800) five streams run at once between two
@@ -24,6 +25,12 @@
 #     that caches grown once, by first use, count in the baseline) and,
 #     after the soak, once the namespaces are gone: within SLAB_TOL each
 #     (see slab_check for the tolerance).
+#     The guest boots with slub_debug=U on those caches (the line above):
+#     a debug cache keeps no per-CPU slabs, so its active objects are
+#     exact, and it records where each live object was allocated, which
+#     names the call sites when a cache grew.  Without it SLUB counts
+#     every object of a per-CPU slab as in use, and a reading is off by
+#     up to a slab (512 objects of kmalloc-8) per CPU.
 # The harness checks the kernel log (check-dmesg) and that viw unloads.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../traffic.sh"
@@ -121,9 +128,8 @@ streams() {
 
 # slab_once FILE: "cache active_objs" for kmalloc-* and the TCP socket
 # caches, after the page cache, dentries and inodes are dropped (with the
-# names and 9p state they hold) and each cache is shrunk (SLUB keeps
-# per-CPU slabs that count as fully used; shrinking gives their free
-# objects back, so what is left counts live objects).
+# names and 9p state they hold) and each cache is shrunk (empty slabs
+# freed).
 slab_once() {
 	local c
 	sync
@@ -147,6 +153,27 @@ slab_sample() {
 	done
 	join "$1.1" "$1.2" | join - "$1.3" |
 		awk '{ m = $2; if ($3 < m) m = $3; if ($4 < m) m = $4; print $1, m }' >"$1"
+	callers_save "$1.calls"
+}
+
+# callers_save DIR: where the live objects of each kmalloc cache were
+# allocated, one "function count" line per call site (slub_debug=U's
+# alloc_traces in debugfs).
+callers_save() {
+	local c
+	mkdir -p "$1"
+	for c in /sys/kernel/debug/slab/kmalloc-*; do
+		awk '$1 ~ /^[0-9]+$/ { sub(/\+.*/, "", $2); n[$2] += $1 } END { for (f in n) print f, n[f] }' \
+			"$c/alloc_traces" 2>/dev/null | sort >"$1/${c##*/}"
+	done
+}
+
+# callers_grown BEFORE AFTER CACHE: the allocation sites whose live
+# objects in CACHE grew, largest first.
+callers_grown() {
+	[ -s "$1/$3" ] || [ -s "$2/$3" ] || return 0
+	join -a 2 -e 0 -o 0,1.2,2.2 "$1/$3" "$2/$3" |
+		awk '$3 > $2 { printf "    %s %+d\n", $1, $3 - $2 }' | sort -k2 -nr | head -n 10
 }
 
 # settle: the namespaces are gone (their netns cleanup is deferred: wait
@@ -168,17 +195,18 @@ settle() {
 }
 
 # slab_check BEFORE AFTER CONNS: no cache grew by more than SLAB_TOL
-# (default 256) active objects.  Why 256: with no connection at all, two
-# baselines 5 s apart, each the minimum of three samples, differed by up
-# to 200 objects in one cache in the runs measured (kmalloc-8 to
-# kmalloc-128: the shell's processes, 9p and the workqueues; "noise"
-# below prints it for each run), and the soak's after-sample by less.  A
-# leak is made per connection, or per MR, QP or message: the 2-minute
-# soak makes about 400 connections (CONNS, printed), so one object leaked
-# per connection exceeds the tolerance, and the 30-minute one (about 6000
-# connections) sees a leak of one object in about 20 connections.
+# (default 100) active objects.  Why 100: the counts are exact (see the
+# top), and what moves them with no connection at all is the rest of the
+# system (the shell's processes, 9p, the workqueues): two idle baselines
+# 5 s apart differed by at most 41 objects in one cache ("noise" below
+# prints it for each run), and the caches after a 2-minute soak by at
+# most 11 from the baseline.  A leak is made per connection, or per MR,
+# QP or message: the 2-minute soak makes about 200 connections (CONNS,
+# printed), so one object leaked in every second connection exceeds the
+# tolerance, and the 30-minute one (about 3000 connections) sees a leak
+# of one object in about 30 connections.
 slab_check() {
-	local tol=${SLAB_TOL:-256}
+	local tol=${SLAB_TOL:-100}
 	log "a leak of one object per connection shows from $tol connections; this run made $3"
 	join "$1" "$2" | awk -v tol="$tol" -v conns="$3" '
 		{ d = $3 - $2; if (d || $2) printf "  %-15s before %7d after %7d delta %+d\n", $1, $2, $3, d
@@ -207,6 +235,8 @@ conns_made() {
 # ---- the run ----------------------------------------------------------------
 
 # Warm-up: every stream for a short while, then no hosts: the baseline.
+[ -r /sys/kernel/debug/slab/kmalloc-8/alloc_traces ] ||
+	die "the kmalloc caches are not debug caches: boot with slub_debug=U,kmalloc-* (see the top)"
 ns_base=$(net_ns_count)
 make_two_hosts viw
 streams 15 || die "warm-up failed"
@@ -236,5 +266,11 @@ done
 cleanup_hosts || die "cleanup after the soak failed"
 settle
 slab_sample "$STATE/slab.after"
-slab_check "$STATE/slab.base" "$STATE/slab.after" "$conns" || die "slab caches grew"
+if ! slab_check "$STATE/slab.base" "$STATE/slab.after" "$conns"; then
+	for c in $(join "$STATE/slab.base" "$STATE/slab.after" |
+		awk -v tol="${SLAB_TOL:-100}" '$3 - $2 > tol { print $1 }'); do
+		log "  $c: $(callers_grown "$STATE/slab.base.calls" "$STATE/slab.after.calls" "$c" | tr '\n' ' ')"
+	done
+	die "slab caches grew"
+fi
 log "SOAK $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", b - a }') s, $conns connections, objects and slabs back to baseline"
