@@ -8,6 +8,7 @@
  * before modify_qp returns: every outstanding WQE completes, in posting
  * order, with FLUSH_ERR.
  */
+#include <linux/capability.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <rdma/ib_user_verbs.h>
@@ -373,18 +374,22 @@ void viw_iw_rem_ref(struct ib_qp *ibqp)
  * iw_cm looks a QP up by the number rdma_connect or rdma_accept names, in
  * the context of the caller: a process may name only its own QPs, never
  * another's (its creator, as restrack records it).  A kernel consumer's QP
- * has no creator task; the ULPs connect and accept from their kernel
- * threads and work items (the rdma_cm and iw_cm work queues, rpciod, nfsd),
- * and only those may name one: a process that guessed its number through
- * rdma_ucm must not take it over.  A modify_qp connection needs no such
- * check: modify_qp acts on the caller's own QP handle.
+ * has no creator task.  Most ULPs connect and accept from their kernel
+ * threads and work items (the rdma_cm and iw_cm work queues, rpciod,
+ * nfsd), but cifs's SMB Direct calls rdma_connect inside mount(2), in the
+ * mounting process.  iw_get_qp cannot tell that call from one a process
+ * made through rdma_ucm, so a process may name a kernel QP only with
+ * CAP_SYS_ADMIN (which mount needs, and which can load code into the
+ * kernel anyway): any other that guessed a ULP's QP number must not take
+ * it over.  A modify_qp connection needs no such check: modify_qp acts on
+ * the caller's own QP handle.
  */
 static bool viw_qp_owned_by_current(struct viw_qp *qp)
 {
 	struct task_struct *owner = qp->ibqp.res.task;
 
 	if (viw_qp_is_kernel(qp))
-		return current->flags & PF_KTHREAD;
+		return (current->flags & PF_KTHREAD) || capable(CAP_SYS_ADMIN);
 	return owner && same_thread_group(owner, current);
 }
 

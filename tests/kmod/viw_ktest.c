@@ -18,6 +18,11 @@
  *                  buffer untouched; a SEND with Invalidate invalidates,
  *                  the receiver sees IB_WC_WITH_INVALIDATE.
  *                One line "PASS name" or "FAIL name: why" per check.
+ *   process ADDR as cifs's SMB Direct does in mount(2), rdma_connect in
+ *                the writer's own context (every other command runs in a
+ *                worker): a SEND through a kernel QP connected so, and the
+ *                same connect with CAP_SYS_ADMIN dropped, which viw must
+ *                refuse (-EINVAL from iw_cm, nothing reaches the listener).
  *   listen ADDR PORT   accept one connection (the raw peer), give it a
  *                fast-register MR over a zeroed page with remote write;
  *                the file then shows "STAG x ADDR x LEN n", and "PLACED n",
@@ -31,6 +36,7 @@
  *                reuses its pages after the invalidation would.
  *   stop         tear the listener and its connection down.
  */
+#include <linux/cred.h>
 #include <linux/debugfs.h>
 #include <linux/inet.h>
 #include <linux/module.h>
@@ -414,17 +420,21 @@ static const char *const kt_ctx_names[] = {
 	[IB_POLL_UNBOUND_WORKQUEUE] = "unbound-workqueue",
 };
 
-static void kt_poll_ctx(struct sockaddr_in *sin, enum ib_poll_context ctx)
+/*
+ * kt_send_once - connect on @port, one SEND through CQs of @ctx, drain
+ * @name: the check's name
+ */
+static void kt_send_once(struct sockaddr_in *sin, enum ib_poll_context ctx,
+			 const char *name, u16 port)
 {
 	struct kt_conn *c = kzalloc(sizeof(*c), GFP_KERNEL);
-	char name[64], why[96];
+	char why[96];
 	bool ok;
 	int rv;
 
 	if (!c)
 		return;
-	snprintf(name, sizeof(name), "poll-%s", kt_ctx_names[ctx]);
-	sin->sin_port = htons(KT_PORT + 3 + ctx);
+	sin->sin_port = htons(port);
 	kt_conn_init(c, ctx);
 	rv = kt_connect(c, sin);
 	snprintf(why, sizeof(why), "connect: %d", rv);
@@ -454,6 +464,63 @@ out:
 	sin->sin_port = htons(KT_PORT);
 	kt_conn_free(c);
 	kfree(c);
+}
+
+static void kt_poll_ctx(struct sockaddr_in *sin, enum ib_poll_context ctx)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "poll-%s", kt_ctx_names[ctx]);
+	kt_send_once(sin, ctx, name, KT_PORT + 3 + ctx);
+}
+
+/* ---- item: rdma_connect in a process's own context --------------------- */
+
+/*
+ * cifs's SMB Direct calls rdma_connect inside mount(2), in the context of
+ * the process that mounts, where nvme-rdma and the NFS client connect from
+ * kernel threads.  viw lets a process name a kernel QP when it holds
+ * CAP_SYS_ADMIN, and refuses it otherwise: that keeps a process that
+ * reached iw_cm through rdma_ucm, and guessed a ULP's QP number, off that
+ * QP.  Both run here in the writer's context; the refused one with
+ * CAP_SYS_ADMIN dropped from its credentials.
+ */
+static void kt_refused_once(struct sockaddr_in *sin, const char *name,
+			    u16 port)
+{
+	struct kt_conn *c = kzalloc(sizeof(*c), GFP_KERNEL);
+	char why[64];
+	int rv;
+
+	if (!c)
+		return;
+	sin->sin_port = htons(port);
+	kt_conn_init(c, IB_POLL_DIRECT);
+	rv = kt_connect(c, sin);
+	snprintf(why, sizeof(why), "connect: %d, want %d", rv, -EINVAL);
+	kt_check(rv == -EINVAL && !completion_done(&c->accepted), name, why);
+	sin->sin_port = htons(KT_PORT);
+	kt_conn_free(c);
+	kfree(c);
+}
+
+static void kt_in_process(struct sockaddr_in *sin)
+{
+	const struct cred *saved;
+	struct cred *unprivileged;
+
+	kt_checks_failed = 0;
+	kt_send_once(sin, IB_POLL_DIRECT, "process-connect", KT_PORT + 8);
+	unprivileged = prepare_creds();
+	if (unprivileged) {
+		cap_lower(unprivileged->cap_effective, CAP_SYS_ADMIN);
+		saved = override_creds(unprivileged);
+		kt_refused_once(sin, "process-unprivileged-refused",
+				KT_PORT + 9);
+		revert_creds(saved);
+		put_cred(unprivileged);
+	}
+	kt_say("DONE %d failed", kt_checks_failed);
 }
 
 /* ---- item: a comp_handler that posts into its QP ---------------------- */
@@ -869,7 +936,11 @@ static int kt_do(char *cmd)
 	unsigned int port;
 	int rv = 0;
 
-	if (sscanf(cmd, "run %39s", addr) == 1) {
+	if (sscanf(cmd, "process %39s", addr) == 1) {
+		rv = kt_parse_addr(addr, &sin, KT_PORT);
+		if (!rv)
+			kt_in_process(&sin);
+	} else if (sscanf(cmd, "run %39s", addr) == 1) {
 		rv = kt_parse_addr(addr, &sin, KT_PORT);
 		if (!rv)
 			kt_run(&sin);
@@ -918,8 +989,13 @@ static ssize_t kt_ctl_write(struct file *f, const char __user *ubuf,
 	mutex_lock(&kt_lock);
 	kt_out_len = 0;
 	kt_out[0] = '\0';
-	queue_work(system_unbound_wq, &c.work);
-	flush_work(&c.work);
+	/* "process" runs here, in the writer's context; the rest in a worker */
+	if (!strncmp(c.cmd, "process ", 8)) {
+		kt_cmd_work(&c.work);
+	} else {
+		queue_work(system_unbound_wq, &c.work);
+		flush_work(&c.work);
+	}
 	mutex_unlock(&kt_lock);
 	destroy_work_on_stack(&c.work);
 	return c.rv ? c.rv : len;

@@ -30,6 +30,11 @@
 #      0xdd, and the peer reads again: no READ Response may carry 0xdd.
 #      Before the engine sent a copy taken under the MR's lock, the READ
 #      Response was read out of the page after the invalidation.
+#   1b. rdma_connect in the writer's own process context, as cifs's SMB
+#      Direct calls it inside mount(2): with CAP_SYS_ADMIN the kernel QP
+#      connects and carries a SEND; with it dropped, iw_cm's lookup of the
+#      kernel QP is refused (-EINVAL) and nothing reaches the listener.
+#      viw refused both while only kernel threads could name a kernel QP.
 #
 # Topology: rdma_cm's kernel ids live in the initial network namespace
 # (viw_ktest creates them there), so everything runs there: viw_u on ua
@@ -67,6 +72,17 @@ has "$out" '^DONE 0 failed$'
 dmesg | grep -q 'peer TERMINATE layer 1 type 1 code 0$' ||
 	bad "the WRITE after LOCAL_INV got no TERMINATE of an invalid STag"
 log "kernel QPs: every poll context, a handler that posts, fast registration"
+
+# ---- 1b. rdma_connect from a process, as cifs's SMB Direct does -----------
+out=$VIW_OUT/process.out
+echo "process $IP_U" >"$CTL" || die "viw_ktest process failed to start"
+cat "$CTL" >"$out"
+sed 's/^/    /' "$out"
+has "$out" '^PASS process-connect$'
+has "$out" '^DRAINED process-connect$'
+has "$out" '^PASS process-unprivileged-refused$'
+has "$out" '^DONE 0 failed$'
+log "kernel QPs: connected from a process with CAP_SYS_ADMIN, refused without"
 
 # ---- 2. a WRITE segment that straddles LOCAL_INV --------------------------
 info=$VIW_OUT/peer.info
