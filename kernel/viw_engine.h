@@ -154,6 +154,7 @@ struct viw_engine {
 	u8 *tx_bounce;			/* kernel QPs: viw_tx_bounce() */
 	u32 tx_bounce_used;		/* bytes of it the FPDU being built uses */
 	bool tx_bounced;		/* that FPDU is written at once */
+	bool tx_starved;		/* this run found no WQE to take */
 	struct viw_tx_wqe tx;
 	u32 tx_msn_send;
 	u32 tx_msn_rreq;

@@ -587,6 +587,8 @@ void viw_qp_disconnect(struct viw_qp *qp)
 	viw_tx_abort(qp);
 	mutex_unlock(&qp->tx_lock);
 	cancel_work_sync(&qp->tx_work);
+	/* No run is queued any more that would clear it. */
+	viw_sq_set_busy(qp, false);
 
 	viw_rx_reset(qp);
 	viw_rd_reset(qp);

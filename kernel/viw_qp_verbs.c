@@ -44,9 +44,17 @@ static int viw_qp_alloc_queues(struct viw_qp *qp, struct ib_qp_init_attr *attr)
 		return rv;
 	rv = viw_wq_init(&qp->rq, roundup_pow_of_two(max(cap->max_recv_wr, 1U)),
 			 sizeof(struct viw_rqe), cap->max_recv_sge);
-	if (rv)
+	if (rv) {
 		viw_wq_free(&qp->sq);
-	return rv;
+		return rv;
+	}
+	/*
+	 * The receive engine takes an RQE when a SEND needs one
+	 * (viw_rq_take()), so posts need no doorbell; one still takes and
+	 * checks what was posted at once.
+	 */
+	viw_rp_no_doorbell_set(qp->rq.ring.ctrl, true);
+	return 0;
 }
 
 /*

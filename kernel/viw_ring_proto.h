@@ -207,6 +207,23 @@ static inline bool viw_rp_srq_below_limit(const struct viw_ring_ctrl *ctrl,
 	       viw_rp_used(viw_rp_read_once(&ctrl->prod), fetch) < limit;
 }
 
+/* ---- no_doorbell: the kernel takes new WQEs by itself --------------------- */
+
+/* Kernel: whether new WQEs of the queue are taken without a doorbell. */
+static inline void viw_rp_no_doorbell_set(struct viw_ring_ctrl *ctrl, bool on)
+{
+	viw_rp_write_once(&ctrl->no_doorbell, on ? 1 : 0);
+}
+
+/*
+ * Provider, after publishing WQEs and a full barrier: the kernel will take
+ * them without a doorbell.  The kernel never reads the word.
+ */
+static inline bool viw_rp_no_doorbell(const struct viw_ring_ctrl *ctrl)
+{
+	return viw_rp_read_once(&ctrl->no_doorbell) != 0;
+}
+
 /* ---- kflags: the kernel writes, the provider reads ------------------------- */
 
 static inline void viw_rp_kflags_set(struct viw_ring_ctrl *ctrl, __u32 kflags)

@@ -68,6 +68,8 @@ int viw_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *attr,
 			    sizeof(struct viw_rqe));
 	if (rv)
 		goto err_count;
+	/* RQEs are taken when a message arrives: posts need no doorbell. */
+	viw_rp_no_doorbell_set(srq->ring.ctrl, true);
 	if (udata) {
 		rv = viw_srq_expose(srq, udata);
 		if (rv)

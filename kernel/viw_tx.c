@@ -447,8 +447,10 @@ static bool viw_tx_start_wqe(struct viw_qp *qp)
 	if (sqe)
 		tx->sqe = *sqe;
 	spin_unlock_irqrestore(&qp->sq.lock, flags);
-	if (!sqe)
+	if (!sqe) {
+		qp->eng->tx_starved = true;
 		return false;
+	}
 
 	tx->sent = 0;
 	tx->active = true;
@@ -1058,14 +1060,41 @@ static void viw_tx_terminate(struct viw_qp *qp)
 }
 
 /*
+ * The engine stops (@rv <= 0): the SQ is no longer busy.  If it stopped for
+ * want of WQEs, it looks at the ring once more behind a full barrier,
+ * which pairs with the provider's between publishing a WQE and reading
+ * busy: a WQE published meanwhile is either taken here or followed by a
+ * doorbell.  Other stops (an error, a READ or fence to wait for, no
+ * connection yet) leave it to the doorbells.  Returns 1 if the engine
+ * must go on, else @rv.
+ */
+static int viw_tx_stop(struct viw_qp *qp, int rv)
+{
+	viw_sq_set_busy(qp, false);
+	if (rv || !qp->eng->tx_starved)
+		return rv;
+	/* Pairs with the provider's barrier between publishing and reading. */
+	smp_mb();
+	if (!viw_sq_has_posted(qp))
+		return 0;
+	viw_sq_set_busy(qp, true);
+	return 1;
+}
+
+/*
  * Up to VIW_TX_BUDGET steps, tx_lock held.  Returns what the last step
- * returned: more to do (> 0), idle (0) or an error.
+ * returned: more to do (> 0), idle (0) or an error.  The SQ stays busy
+ * (struct viw_ring_ctrl) while more is to do or the caller hands a full
+ * socket to the work item (-EAGAIN in the caller's context), as the
+ * engine then runs again without a doorbell.
  */
 static int viw_tx_run(struct viw_qp *qp)
 {
 	int budget = VIW_TX_BUDGET;
 	int rv = 0, flushed;
 
+	qp->eng->tx_starved = false;
+	viw_sq_set_busy(qp, true);
 	while (budget--) {
 		rv = viw_tx_step(qp);
 		if (rv <= 0)
@@ -1077,7 +1106,9 @@ static int viw_tx_run(struct viw_qp *qp)
 		rv = flushed;
 	if (!viw_qp_tx_open(qp) && qp->eng->tx.active)
 		viw_tx_abort(qp);
-	return rv;
+	if (rv > 0 || (rv == -EAGAIN && qp->tx_direct))
+		return rv;
+	return viw_tx_stop(qp, rv);
 }
 
 /* After a run, tx_lock released: an error takes the QP to ERROR. */

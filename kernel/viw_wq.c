@@ -224,6 +224,31 @@ void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status)
 	spin_unlock_irqrestore(&sq->lock, flags);
 }
 
+/*
+ * The transmit engine runs (@busy) or stopped: new SQEs need no doorbell
+ * while it runs (struct viw_ring_ctrl, no_doorbell).
+ */
+void viw_sq_set_busy(struct viw_qp *qp, bool busy)
+{
+	if (qp->sq.shadow)
+		viw_rp_no_doorbell_set(qp->sq.ring.ctrl, busy);
+}
+
+/* Is a WQE posted at the SQ's fetch index that the engine may take now? */
+bool viw_sq_has_posted(struct viw_qp *qp)
+{
+	struct viw_wq *sq = &qp->sq;
+	unsigned long flags;
+	bool posted;
+
+	spin_lock_irqsave(&sq->lock, flags);
+	posted = viw_rp_room(sq->fetch, sq->done, sq->ring.num_slots) &&
+		 viw_rp_wqe_posted(viw_rp_wqe_flags(viw_ring_slot(&sq->ring,
+								  sq->fetch)));
+	spin_unlock_irqrestore(&sq->lock, flags);
+	return posted;
+}
+
 /* Take the next posted SQE for the engine.  Caller holds sq.lock. */
 struct viw_sqe *viw_sq_take(struct viw_qp *qp)
 {

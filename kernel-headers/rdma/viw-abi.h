@@ -58,7 +58,18 @@ struct viw_ring_ctrl {
 	__u32 rsvd1[15];
 	__u32 arm;		/* CQ only: enum viw_cq_arm bits */
 	__u32 kflags;		/* enum viw_ring_kflags, written by the kernel */
-	__u32 rsvd2[14];
+	/*
+	 * SQ, RQ, SRQ, written by the kernel: nonzero while the kernel takes
+	 * new WQEs of this queue without a doorbell.  An RQ's or SRQ's
+	 * receive engine takes a WQE when a message needs one, so theirs
+	 * stays set.  An SQ's is set while its transmit engine runs or is
+	 * queued to run; before the engine stops for want of WQEs it clears
+	 * the word, issues a full barrier and looks at the slot at its fetch
+	 * index once more, so a WQE published before the provider read the
+	 * word as nonzero is always taken.
+	 */
+	__u32 no_doorbell;
+	__u32 rsvd2[13];
 };
 
 enum viw_ring_kflags {

@@ -189,6 +189,11 @@ int viw_sq_write(struct viw_qp *qp, const struct ibv_send_wr *wr);
 bool viw_sq_publish(struct viw_context *ctx, struct viw_qp *qp,
 		    uint32_t first);
 int viw_sq_doorbell(struct ibv_qp *qp);
+
+/* viw_db.c: the doorbell system call */
+enum viw_db_kind { VIW_DB_SQ, VIW_DB_RQ, VIW_DB_SRQ };
+int viw_db_ring(struct ibv_context *ctx, enum viw_db_kind kind,
+		uint32_t handle);
 bool viw_cq_pop(struct viw_cq *cq, struct ibv_wc *wc);
 void viw_cq_clean(struct viw_cq *cq, uint32_t qpn);
 

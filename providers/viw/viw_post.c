@@ -9,9 +9,11 @@
  * VIW_DB_NEED_WAKEUP (no kernel engine is polling) or VIW_RING_KF_ERROR
  * (the QP is in ERROR and only a doorbell gets new WQEs flushed) make it
  * ring the doorbell, which is the uverbs post command with no work
- * requests.  The barrier pairs with the kernel's, which sets NEED_WAKEUP
- * before it takes its last look at the rings: either the kernel sees the
- * new WQEs or the provider sees the flag.
+ * requests, unless the queue says the kernel takes new WQEs by itself
+ * (no_doorbell: an RQ or SRQ always, an SQ while its transmit engine
+ * runs).  The barrier pairs with the kernel's, which sets NEED_WAKEUP or
+ * clears no_doorbell before it takes its last look at the rings: either
+ * the kernel sees the new WQEs or the provider sees the flag.
  */
 #include <assert.h>
 #include <errno.h>
@@ -26,9 +28,10 @@ static bool viw_doorbell_needed(struct viw_context *ctx, struct viw_queue *q)
 	__atomic_fetch_add(&ctx->db->seq, 1, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 
+	if (viw_ring_kflags(&q->ring) & VIW_RING_KF_ERROR)
+		return true;
 	return (__atomic_load_n(&ctx->db->flags, __ATOMIC_RELAXED) &
-		VIW_DB_NEED_WAKEUP) ||
-	       (viw_ring_kflags(&q->ring) & VIW_RING_KF_ERROR);
+		VIW_DB_NEED_WAKEUP) && !viw_rp_no_doorbell(q->ring.ctrl);
 }
 
 static int viw_sq_opcode(enum ibv_wr_opcode opcode, uint8_t *op)
@@ -379,9 +382,7 @@ bool viw_sq_publish(struct viw_context *ctx, struct viw_qp *qp,
 
 int viw_sq_doorbell(struct ibv_qp *ibqp)
 {
-	struct ibv_send_wr *bad;
-
-	return ibv_cmd_post_send(ibqp, NULL, &bad);
+	return viw_db_ring(ibqp->context, VIW_DB_SQ, ibqp->handle);
 }
 
 int viw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
@@ -482,7 +483,6 @@ int viw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 {
 	struct viw_context *ctx = to_viw_ctx(ibqp->context);
 	struct viw_qp *qp = to_viw_qp(ibqp);
-	struct ibv_recv_wr *db_bad;
 	bool ring_db;
 	int rv;
 
@@ -494,7 +494,8 @@ int viw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	rv = viw_post_recv_list(ctx, &qp->rq, qp->max_recv_sge, wr, bad_wr,
 				&ring_db);
 	if (ring_db) {
-		int db_rv = ibv_cmd_post_recv(ibqp, NULL, &db_bad);
+		int db_rv = viw_db_ring(ibqp->context, VIW_DB_RQ,
+					ibqp->handle);
 
 		if (db_rv && !rv) {
 			*bad_wr = NULL;
@@ -509,14 +510,14 @@ int viw_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 {
 	struct viw_context *ctx = to_viw_ctx(ibsrq->context);
 	struct viw_srq *srq = to_viw_srq(ibsrq);
-	struct ibv_recv_wr *db_bad;
 	bool ring_db;
 	int rv;
 
 	rv = viw_post_recv_list(ctx, &srq->q, srq->max_sge, wr, bad_wr,
 				&ring_db);
 	if (ring_db) {
-		int db_rv = ibv_cmd_post_srq_recv(ibsrq, NULL, &db_bad);
+		int db_rv = viw_db_ring(ibsrq->context, VIW_DB_SRQ,
+					ibsrq->handle);
 
 		if (db_rv && !rv) {
 			*bad_wr = NULL;

@@ -38,6 +38,8 @@ _Static_assert(offsetof(struct viw_ring_ctrl, cons) == CACHELINE, "cons");
 _Static_assert(offsetof(struct viw_ring_ctrl, arm) == 2 * CACHELINE, "arm");
 _Static_assert(offsetof(struct viw_ring_ctrl, kflags) == 2 * CACHELINE + 4,
 	       "kflags");
+_Static_assert(offsetof(struct viw_ring_ctrl, no_doorbell) ==
+	       2 * CACHELINE + 8, "no_doorbell");
 _Static_assert(offsetof(struct viw_db_page, flags) == 0, "db flags");
 _Static_assert(offsetof(struct viw_db_page, seq) == CACHELINE, "db seq");
 

@@ -4,9 +4,12 @@
 #
 # The doorbell poller (kernel/viw_poll.c, docs/host-interface.md): while
 # it polls, posts make (almost) no doorbell system call; with polling off
-# every post makes one; once idle the poller sleeps and uses no CPU; data
-# stays intact with either (rping -V).  The "doorbells" port counter
-# counts the doorbell system calls.
+# every post to an idle transmit engine makes one; once idle the poller
+# sleeps and uses no CPU; data stays intact with either (rping -V).
+# Without the poller too, posts under load make almost none: an SQ's
+# engine that runs takes new WQEs by itself, and receives never need one
+# (the rings' no_doorbell word).  The "doorbells" port counter counts the
+# doorbell system calls.
 . "$(dirname "$0")/../lib.sh"
 
 make_two_hosts viw
@@ -27,16 +30,17 @@ pollers() {
 }
 [ "$(pollers | wc -l)" = 2 ] || die "expected 2 poller threads, found: $(pollers)"
 
-# doorbells_per_wr ITERS: doorbell system calls of ib_write_bw 4 KiB (both
-# sides) per WR posted.
+# doorbells_per_wr TEST ITERS [OPTION...]: doorbell system calls of TEST
+# at 4 KiB (both sides) per WR posted.
 doorbells_per_wr() {
-	local before after
+	local test=$1 iters=$2 before after
+	shift 2
 	before=$(( $(port_counter "$DEV_A" doorbells) + $(port_counter "$DEV_B" doorbells) ))
 	# -F: only the doorbells count here, so a cycle counter that TCG
 	# and the polling CPU keep perftest from calibrating is no failure.
-	perf_pair ib_write_bw 4096 "$1" -F >/dev/null
+	perf_pair "$test" 4096 "$iters" -F "$@" >/dev/null
 	after=$(( $(port_counter "$DEV_A" doorbells) + $(port_counter "$DEV_B" doorbells) ))
-	awk -v d=$((after - before)) -v n="$1" 'BEGIN { printf "%.3f", d / n }'
+	awk -v d=$((after - before)) -v n="$iters" 'BEGIN { printf "%.3f", d / n }'
 }
 
 # Polling pays where the pollers have a CPU of their own, and a poller
@@ -55,18 +59,45 @@ shared_knob=/sys/kernel/debug/viw/poll_shared_us
 [ "$(cat "$shared_knob")" = 1000 ] || die "poll_shared_us is $(cat "$shared_knob") by default, not 1000"
 echo 0 >"$shared_knob"
 
-# ib_write_bw signals one WR in 100 and posts the next ones when that
-# completes: a window of 200 ms spans those gaps.
+# One WR at a time (-t 1 -Q 1): each post finds the transmit engine idle,
+# so without the poller each rings.  A window of 200 ms spans the gaps.
 echo 200000 >"$knob"
-PERF_TAG=-poll on=$(doorbells_per_wr 5000)
+PERF_TAG=-poll on=$(doorbells_per_wr ib_write_bw 2000 -t 1 -Q 1)
 echo 0 >"$knob"
-PERF_TAG=-nopoll off=$(doorbells_per_wr 5000)
-log "doorbell system calls per WR: polling $on, not polling $off"
+PERF_TAG=-nopoll off=$(doorbells_per_wr ib_write_bw 2000 -t 1 -Q 1)
+log "doorbell system calls per WR, one at a time: polling $on, not polling $off"
 # Without polling every post rings; perftest posts one WR per post.
 awk -v v="$off" 'BEGIN { exit !(v >= 0.5) }' || die "polling off, yet only $off doorbells per WR"
-# Set-up and the first posts of a burst ring too: allow a tenth of that.
+# Set-up rings too: allow a tenth of that.
 awk -v v="$on" -v o="$off" 'BEGIN { exit !(v <= o / 10) }' ||
 	die "polling on, still $on doorbells per WR (off: $off)"
+
+# Without the poller, what the rings' no_doorbell word spares (polling
+# stays off from here):
+#  - receives never ring: in ib_send_bw 4 KiB the server, which only
+#    posts receives, makes (almost) no doorbell system call; set-up rings;
+#  - an SQ whose transmit engine runs takes new WQEs by itself: with 20 ms
+#    of netem delay on the link the engine waits in a full socket, and
+#    ib_write_bw 64 KiB posts into a busy SQ.  Once the socket drains the
+#    engine may stop and a post ring again: allow one in ten WRs.
+# doorbells_of DEV TEST SIZE ITERS: DEV's doorbells per WR of that run.
+doorbells_of() {
+	local dev=$1 test=$2 size=$3 iters=$4 before after
+	before=$(port_counter "$dev" doorbells)
+	PERF_TAG=-load perf_pair "$test" "$size" "$iters" -F >/dev/null
+	after=$(port_counter "$dev" doorbells)
+	awk -v d=$((after - before)) -v n="$iters" 'BEGIN { printf "%.3f", d / n }'
+}
+v=$(doorbells_of "$DEV_B" ib_send_bw 4096 3000)
+log "doorbell system calls per receive, ib_send_bw 4 KiB, polling off: $v"
+awk -v v="$v" 'BEGIN { exit !(v <= 0.05) }' || die "receives rang $v doorbells per WR"
+modprobe -q sch_netem || die "no sch_netem"
+in_a tc qdisc add dev "$IF_A" root netem delay 20ms
+v=$(doorbells_of "$DEV_A" ib_write_bw 65536 1000)
+in_a tc qdisc del dev "$IF_A" root
+log "doorbell system calls per WR, ib_write_bw 64 KiB behind 20 ms, polling off: $v"
+awk -v v="$v" 'BEGIN { exit !(v <= 0.1) }' ||
+	die "posts to a busy SQ rang $v doorbells per WR"
 
 # cpu_ticks: user + system time of the pollers, in clock ticks.
 cpu_ticks() {
