@@ -1060,11 +1060,11 @@ static void viw_tx_terminate(struct viw_qp *qp)
 }
 
 /*
- * The engine stops (@rv <= 0): the SQ is no longer busy.  If it stopped for
- * want of WQEs, it looks at the ring once more behind a full barrier,
- * which pairs with the provider's between publishing a WQE and reading
- * busy: a WQE published meanwhile is either taken here or followed by a
- * doorbell.  Other stops (an error, a READ or fence to wait for, no
+ * The engine stops (@rv <= 0): new SQEs need a doorbell again.  If it
+ * stopped for want of WQEs, it looks at the ring once more behind a full
+ * barrier, which pairs with the provider's between publishing a WQE and
+ * reading no_doorbell: a WQE published meanwhile is either taken here or
+ * followed by a doorbell.  Other stops (an error, a READ or fence to wait for, no
  * connection yet) leave it to the doorbells.  Returns 1 if the engine
  * must go on, else @rv.
  */
@@ -1083,10 +1083,10 @@ static int viw_tx_stop(struct viw_qp *qp, int rv)
 
 /*
  * Up to VIW_TX_BUDGET steps, tx_lock held.  Returns what the last step
- * returned: more to do (> 0), idle (0) or an error.  The SQ stays busy
- * (struct viw_ring_ctrl) while more is to do or the caller hands a full
- * socket to the work item (-EAGAIN in the caller's context), as the
- * engine then runs again without a doorbell.
+ * returned: more to do (> 0), idle (0) or an error.  New SQEs need no
+ * doorbell (struct viw_ring_ctrl, no_doorbell) while more is to do or the
+ * caller hands a full socket to the work item (-EAGAIN in the caller's
+ * context), as the engine then runs again by itself.
  */
 static int viw_tx_run(struct viw_qp *qp)
 {
