@@ -9,8 +9,10 @@
 #
 #	SET TRANSPORT TEST SIZE REP VALUE UNIT
 #
-# SET is "table" (the table's tests), "sweep" (the plot's sizes) or
-# "syscalls" (system calls per WR on the client).  bench/report turns the
+# SET is "table" (the table's tests), "sweep" (the plot's sizes),
+# "syscalls" (system calls per WR on the client), "scale" and "scalecpu"
+# (aggregate bandwidth of four QPs in one process, TEST "qps", or of four
+# processes, "procs", and the CPU time per GiB they took).  bench/report turns the
 # file into the table and the plot.  A measurement that fails is logged
 # and skipped; the script then fails at the end, after the others ran.
 #
@@ -39,6 +41,7 @@ if [ "$SHORT" = 1 ]; then
 	IPERF_SECS=2
 	BW_BYTES=$((8 << 20)) LAT_ITERS=300 PP_ITERS=2000
 	SYSCALL_ITERS="200 1000"
+	SCALE_WINDOW=1 SCALE_SECS=10
 else
 	SWEEP_SIZES="64 256 1024 4096 16384 65536 262144 1048576"
 	TCP_SWEEP_SIZES=$SWEEP_SIZES TABLE_IN_SWEEP=0
@@ -46,7 +49,10 @@ else
 	IPERF_SECS=5
 	BW_BYTES=$((64 << 20)) LAT_ITERS=2000 PP_ITERS=10000
 	SYSCALL_ITERS="1000 5000"
+	SCALE_WINDOW=3 SCALE_SECS=12
 fi
+SCALE_SIZE=65536
+SCALE_WAYS=4
 
 # record SET TRANSPORT TEST SIZE REP VALUE UNIT
 record() {
@@ -211,6 +217,115 @@ sweep_rep() {
 	log "sweep repetition $rep of $SWEEP_REPS done"
 }
 
+# cpu_ticks: the busy time of all CPUs so far (user, nice, system, irq,
+# softirq), in USER_HZ ticks.
+cpu_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+
+# wire_bytes: what va has sent, headers of every layer included.
+wire_bytes() { in_a cat "/sys/class/net/$IF_A/statistics/tx_bytes"; }
+
+# all_started LOG...: every perftest client LOG has printed its header,
+# which it does just before the measured loop.
+all_started() {
+	local log
+	for log in "$@"; do grep -q '#bytes' "$log" 2>/dev/null || return 1; done
+}
+
+# all_running LOG...: no perftest client LOG has printed anything after
+# its header, which it does only once its loop ended.
+all_running() {
+	local log
+	for log in "$@"; do
+		[ "$(grep -v '^ *$' "$log" | tail -n1 | grep -c '#bytes')" = 1 ] || return 1
+	done
+}
+
+# all_alive PID...
+all_alive() {
+	local pid
+	for pid in "$@"; do kill -0 "$pid" 2>/dev/null || return 1; done
+}
+
+# scale_window TYPE MODE REP CHECK ARG...: once the flows run, a window of
+# SCALE_WINDOW seconds: what va sent in it is the aggregate bandwidth, and
+# the CPUs' busy time in it per GiB sent is the CPU cost.  Set-up and
+# tear-down stay outside.  The window counts only if CHECK ARG... (every
+# flow still runs) holds at its end.
+scale_window() {
+	local type=$1 mode=$2 rep=$3 t0 t1 b0 b1
+	shift 3
+	sleep 1
+	t0=$(cpu_ticks) b0=$(wire_bytes)
+	sleep "$SCALE_WINDOW"
+	t1=$(cpu_ticks) b1=$(wire_bytes)
+	if ! "$@"; then
+		failed "$type $mode scaling: a flow ended within the window (rep $rep)"
+		return 0
+	fi
+	record scale "$type" "$mode" "$SCALE_SIZE" "$rep" "$(awk -v b=$((b1 - b0)) \
+		-v w="$SCALE_WINDOW" 'BEGIN { printf "%.1f\n", b / w / 2^20 }')" MiB/s
+	record scalecpu "$type" "$mode" "$SCALE_SIZE" "$rep" "$(awk -v t=$((t1 - t0)) \
+		-v b=$((b1 - b0)) -v hz="$(getconf CLK_TCK)" \
+		'BEGIN { printf "%.2f\n", b ? t / hz / (b / 2^30) : 0 }')" s/GiB
+}
+
+# scale_point TYPE MODE REP: ib_write_bw at SCALE_SIZE over SCALE_WAYS
+# connections for SCALE_SECS, measured by scale_window.  MODE "qps" is
+# one perftest pair with -q; "procs" is as many pairs at once, each on its
+# own port.  perftest's own report is not used: under this load it often
+# cannot calibrate its clock, and the pairs' figures would not add up to
+# one window anyway.
+scale_point() {
+	local type=$1 mode=$2 rep=$3 i n=$SCALE_WAYS opts=() pids=() logs=() tag
+	[ "$mode" = qps ] && n=1 opts=(-q "$SCALE_WAYS")
+	for ((i = 0; i < n; i++)); do
+		tag=-scale-$mode-$type-r$rep-$i
+		rm -f "$VIW_OUT/ib_write_bw$tag-$SCALE_SIZE".*
+		# perf_once fails when the report is missing; see above
+		{ PERF_TAG=$tag PERF_PORT=$((18515 + 10 * i)) perf_once ib_write_bw \
+			"$SCALE_SIZE" - -D "$SCALE_SECS" "${opts[@]}" >/dev/null 2>&1 || true; } &
+		pids+=($!)
+		logs+=("$VIW_OUT/ib_write_bw$tag-$SCALE_SIZE.client")
+	done
+	if wait_for 60 all_started "${logs[@]}"; then
+		scale_window "$type" "$mode" "$rep" all_running "${logs[@]}"
+	else
+		failed "$type $mode scaling: the flows did not start (rep $rep)"
+	fi
+	for i in "${pids[@]}"; do wait "$i"; done
+}
+
+# tcp_scale_point MODE REP: SCALE_WAYS TCP streams, measured as
+# scale_point measures perftest: "qps" is one iperf3 with -P, "procs" as
+# many iperf3 pairs, each on its own port.
+tcp_scale_point() {
+	local mode=$1 rep=$2 i n=1 ways=1 pids=() port
+	[ "$mode" = qps ] && ways=$SCALE_WAYS || n=$SCALE_WAYS
+	for ((i = 0; i < n; i++)); do
+		port=$((IPERF_PORT + 1 + i))
+		{ tcp_pair "iperf3-scale-$mode-r$rep-$i" "$port" iperf3 -s -1 -p "$port" -- \
+			iperf3 -c "$IP_B" -p "$port" -t "$SCALE_SECS" -P "$ways" || true; } &
+		pids+=($!)
+	done
+	sleep 1
+	scale_window tcp "$mode" "$rep" all_alive "${pids[@]}"
+	for i in "${pids[@]}"; do wait "$i"; done
+}
+
+scale_rep() {
+	local rep=$1 type mode
+	for mode in qps procs; do
+		tcp_scale_point "$mode" "$rep"
+	done
+	for type in $(rnic_order); do
+		use_rnic "$type"
+		for mode in qps procs; do
+			scale_point "$type" "$mode" "$rep"
+		done
+	done
+	log "scaling repetition $rep of $REPS done"
+}
+
 # strace_calls FILE: the system calls in strace -c's table, one
 # "NAME CALLS" line each.  gettimeofday and clock_gettime are left out:
 # they are perftest's clock calibration (system calls here because TCG's
@@ -285,6 +400,9 @@ cat "$VIW_OUT/machine.txt"
 
 for ((rep = 1; rep <= REPS; rep++)); do
 	table_rep "$rep"
+done
+for ((rep = 1; rep <= REPS; rep++)); do
+	scale_rep "$rep"
 done
 for ((rep = 1; rep <= SWEEP_REPS; rep++)); do
 	sweep_rep "$rep"

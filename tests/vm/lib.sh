@@ -222,11 +222,13 @@ perftest_credit_mr_leak() {
 # (server, in b) and $DEV_A (client, in a), over rdma_cm unless PERF_CONN
 # says otherwise (e.g. PERF_CONN="-x 1": modify_qp with GID index 1);
 # PERF_TAG names the logs apart, PERF_PORT sets the port (perftest's
-# 18515 by default).  Returns non-zero if either side fails.
+# 18515 by default).  ITERS "-" gives no -n, for a run that says its own
+# length (-D).  Returns non-zero if either side fails.
 perf_once() {
-	local test=$1 size=$2 iters=$3 spid rc=0 log
+	local test=$1 size=$2 iters=$3 spid rc=0 log n_opt=()
 	local conn=${PERF_CONN--R} port=${PERF_PORT:-18515}
 	shift 3
+	[ "$iters" = - ] && iters='[0-9]+' || n_opt=(-n "$iters")
 	log=$VIW_OUT/$test${PERF_TAG:-}-$size
 
 	wait_unlisten "$NS_B" "$port"
@@ -234,12 +236,12 @@ perf_once() {
 	# step, and perftest calibrates against one.
 	# shellcheck disable=SC2086 # $conn is a list of options
 	in_b timeout 120 stdbuf -oL taskset -c 1 "$test" $conn -p "$port" -d "$DEV_B" \
-		-s "$size" -n "$iters" "$@" </dev/null >"$log.server" 2>&1 &
+		-s "$size" "${n_opt[@]}" "$@" </dev/null >"$log.server" 2>&1 &
 	spid=$!
 	wait_listen "$NS_B" "$port"
 	# shellcheck disable=SC2086
 	in_a timeout 120 stdbuf -oL taskset -c 0 "$test" $conn -p "$port" -d "$DEV_A" \
-		-s "$size" -n "$iters" "$@" "$IP_B" </dev/null >"$log.client" 2>&1 || rc=$?
+		-s "$size" "${n_opt[@]}" "$@" "$IP_B" </dev/null >"$log.client" 2>&1 || rc=$?
 	[ "$rc" = 0 ] || stop_server "$spid"
 	wait "$spid" || rc=$((rc ? rc : $?))
 	[ "$rc" = 0 ] || perftest_credit_mr_leak "$test" "$log" || return "$rc"
