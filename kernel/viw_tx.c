@@ -34,9 +34,18 @@
 
 static struct workqueue_struct *viw_tx_wq;
 
+/*
+ * The engine runs on the CPU that kicked it, at high priority, as a NIC's
+ * transmit would: a READ request, an ACK that opened the window or a
+ * doorbell that found the socket full kicks it from the softirq or process
+ * whose cache holds the QP.  A worker of an unbound queue may wake on
+ * another CPU, a cross-CPU wake-up each time; at normal priority a poller
+ * spinning on the same CPU would hold it off for a time slice.  The budget
+ * (VIW_TX_BUDGET) makes a long run give the CPU back.
+ */
 int viw_tx_init(void)
 {
-	viw_tx_wq = alloc_workqueue("viw_tx", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	viw_tx_wq = alloc_workqueue("viw_tx", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
 	return viw_tx_wq ? 0 : -ENOMEM;
 }
 
