@@ -243,6 +243,7 @@ static inline bool viw_qp_tx_open(struct viw_qp *qp)
 /* viw_tx.c */
 void viw_tx_qp_init(struct viw_qp *qp);
 void viw_tx_kick(struct viw_qp *qp);
+void viw_tx_kick_orq(struct viw_qp *qp);
 bool viw_tx_direct(struct viw_qp *qp);
 void viw_tx_abort(struct viw_qp *qp);
 bool viw_tx_busy(struct viw_qp *qp);

@@ -410,7 +410,7 @@ static void viw_rx_read_resp(struct viw_qp *qp)
 		viw_qp_fail(qp, NULL);
 	}
 	/* A READ or a fenced WQE may be waiting for this one. */
-	viw_tx_kick(qp);
+	viw_tx_kick_orq(qp);
 }
 
 /* The head atomic is answered: its WQE completes with @status. */
@@ -421,7 +421,7 @@ static void viw_rx_atomic_done(struct viw_qp *qp, u8 status)
 	if (!viw_orq_atomic_done(qp, &sq_index))
 		return;
 	viw_sq_complete(qp, sq_index, status);
-	viw_tx_kick(qp);
+	viw_tx_kick_orq(qp);
 }
 
 /*

@@ -462,7 +462,8 @@ static bool viw_tx_start_wqe(struct viw_qp *qp)
 	}
 
 	tx->sent = 0;
-	tx->active = true;
+	/* read by viw_tx_kick_orq() */
+	WRITE_ONCE(tx->active, true);
 	status = viw_tx_check_wqe(qp, tx);
 	if (status != VIW_CQE_SUCCESS) {
 		ibdev_info_ratelimited(qp->ibqp.device,
@@ -954,7 +955,7 @@ static int viw_tx_read_resp(struct viw_qp *qp)
 }
 
 /* May the WQE in tx go on the wire now?  FENCE and ORD can hold it. */
-static bool viw_tx_wqe_ready(struct viw_qp *qp)
+static bool viw_tx_wqe_may_go(struct viw_qp *qp)
 {
 	struct viw_sqe *sqe = &qp->eng->tx.sqe;
 
@@ -964,6 +965,36 @@ static bool viw_tx_wqe_ready(struct viw_qp *qp)
 	    viw_orq_full(qp))
 		return false;
 	return true;
+}
+
+/*
+ * A held WQE waits for a response to free the ORQ, and the receive engine
+ * then kicks this one only if a WQE is taken (viw_tx_kick_orq()).  The
+ * full barrier pairs with the one there: either the second look here sees
+ * the ORQ freed, or the receive engine sees tx.active and kicks.
+ */
+static bool viw_tx_wqe_ready(struct viw_qp *qp)
+{
+	if (viw_tx_wqe_may_go(qp))
+		return true;
+	smp_mb();
+	return viw_tx_wqe_may_go(qp);
+}
+
+/**
+ * viw_tx_kick_orq - a READ or atomic response freed an ORQ slot
+ * @qp: the QP, from the receive engine
+ *
+ * Only a WQE the engine took can wait for the ORQ (viw_tx_wqe_ready());
+ * posted WQEs have their doorbells.  Without one the engine is not woken,
+ * which saves a READ requester a context switch per READ.
+ */
+void viw_tx_kick_orq(struct viw_qp *qp)
+{
+	/* Pairs with viw_tx_wqe_ready(); orders the ORQ's update before. */
+	smp_mb();
+	if (READ_ONCE(qp->eng->tx.active))
+		viw_tx_kick(qp);
 }
 
 /* One step of the engine: returns 1 if it sent, 0 if idle, or an error. */

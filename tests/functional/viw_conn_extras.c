@@ -53,7 +53,12 @@
  *                 gather SGEs are 4098 bytes from the last byte of a page
  *                 (three page pieces each), the sixth takes the rest, so
  *                 that one FPDU of a large-MTU link is made of more than
- *                 14 page pieces (needs max_sge 6).
+ *                 14 page pieces (needs max_sge 6).  Then a READ of the
+ *                 source into a cleared sink, a fenced WRITE of the sink
+ *                 back over the source and a READ of it again: the last
+ *                 READ must find the source's bytes, which it does only
+ *                 if the fence held the WRITE until the first READ's data
+ *                 arrived.
  *
  * Every posted WR is signaled; the completions must all be SUCCESS, in
  * posting order, with the expected opcode, byte_len (receives) and no
@@ -186,6 +191,8 @@ struct xs_hello {
 	uint8_t pat[XS_HELLO_LEN - 12];
 };
 _Static_assert(sizeof(struct xs_hello) == XS_HELLO_LEN, "hello size");
+/* bulk's fence check: two sinks in the client's buffer */
+_Static_assert(XS_B_READ + 2 * XS_BULK_LEN <= XS_CBUF_LEN, "fence sinks");
 
 /* Server -> client, in the rdma_accept private data (big endian), except
  * in accept-pdata, which sends XS_ACCEPT_LEN bytes of a pattern. */
@@ -879,6 +886,54 @@ static void client_bulk_read(struct ibv_send_wr *wr, struct ibv_sge *sge,
 	wr->wr.rdma.rkey = c->peer.rkey;
 }
 
+/*
+ * A READ of the whole offered area up to the end of the READ source, into
+ * a cleared sink; a fenced WRITE of the sink's last 64 KiB back over the
+ * source; a READ of the source again.  The fence holds the WRITE until
+ * the first READ's data arrived, so it writes the source's own bytes back
+ * and the last READ finds them.  Without it the WRITE would go out behind
+ * the READ request, reach the peer while the long response still streams,
+ * and carry the cleared sink.  The server's final check of its area sees
+ * the same bytes either way.  The scenario's other buffers are done with,
+ * so the sinks take the whole client buffer.
+ */
+static void client_bulk_fence(struct xs_client *c, uint8_t *want_rd)
+{
+	static const struct xs_want want[] = {
+		{ "READ before the fence completes", 1, IBV_WC_RDMA_READ, -1 },
+		{ "fenced WRITE completes", 2, IBV_WC_RDMA_WRITE, -1 },
+		{ "READ behind it completes", 3, IBV_WC_RDMA_READ, -1 },
+	};
+	const uint32_t first = XS_B_READ + XS_BULK_LEN, again = first;
+	struct ibv_sge rd[2], wsge;
+	struct ibv_send_wr wr[3];
+	struct ibv_wc wc[3];
+	int i;
+
+	memset(c->buf, 0x11, first);
+	memset(c->buf + again, 0x22, XS_BULK_LEN);
+	memset(wr, 0, sizeof(wr));
+	client_bulk_read(&wr[0], &rd[0], c, 0, 0);
+	rd[0].length = first;
+	set_sge(&wsge, c, XS_B_READ, XS_BULK_LEN);
+	wr[1].opcode = IBV_WR_RDMA_WRITE;
+	wr[1].send_flags = IBV_SEND_FENCE;
+	wr[1].sg_list = &wsge;
+	wr[1].num_sge = 1;
+	wr[1].wr.rdma.remote_addr = c->peer.addr + XS_B_READ;
+	wr[1].wr.rdma.rkey = c->peer.rkey;
+	client_bulk_read(&wr[2], &rd[1], c, again, XS_B_READ);
+	for (i = 0; i < 3; i++) {
+		wr[i].wr_id = i + 1;
+		wr[i].send_flags |= IBV_SEND_SIGNALED;
+	}
+	fill_bulk(want_rd, XS_BULK_LEN, XS_SEED_BULK_READ, 0);
+	if (client_post(c, XS_BULK, wr, 3, "READ, fenced WRITE, READ") &&
+	    expect_wcs(XS_BULK, c->ep.cq, want, 3, wc, 0))
+		check_bytes("bulk: a fenced WRITE waits for the READ before it",
+			    c->buf + again, want_rd, XS_BULK_LEN);
+}
+
 static void client_bulk(struct xs_client *c)
 {
 	static const struct xs_want want[] = {
@@ -932,6 +987,7 @@ static void client_bulk(struct xs_client *c)
 			  XS_B_READ_UNAL);
 		check_bytes("bulk: unaligned READ sink holds the source",
 			    c->buf + XS_C_B_READ2, want_rd, XS_BULK_LEN);
+		client_bulk_fence(c, want_rd);
 	}
 	expect_no_wc(XS_BULK, "client", c->ep.cq);
 	free(want_rd);
