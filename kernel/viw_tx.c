@@ -977,6 +977,7 @@ static bool viw_tx_wqe_ready(struct viw_qp *qp)
 {
 	if (viw_tx_wqe_may_go(qp))
 		return true;
+	/* Orders tx.active, set when the WQE was taken, before the ORQ. */
 	smp_mb();
 	return viw_tx_wqe_may_go(qp);
 }
