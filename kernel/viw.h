@@ -104,6 +104,7 @@ enum viw_counter {
 	VIW_CNT_POLL_BACKOFFS,		/* poller yielded a shared CPU */
 	VIW_CNT_ACKS_SENT,		/* viw acknowledgements */
 	VIW_CNT_ACKS_RCVD,
+	VIW_CNT_TX_CHAINED_RUNS,	/* kicked engines run by the kicker */
 	VIW_CNT_MAX
 };
 

@@ -91,6 +91,8 @@ struct viw_qp_ib_attrs {
  *   viw_newlink_lock -> viw_devices_lock	(viw_main.c)
  *   poller->lock -> qp->state_lock, qp->tx_lock	the poller's doorbells
  *
+ * Two tx_locks are never held at once (struct viw_tx_chain, viw_tx.c).
+ *
  * The spinlocks (rd_lock, the wq, srq, cq and window locks, mac_lock,
  * viw_cep_list_lock) are leaves: only cq->lock is ever taken beneath one.  The receive engine runs in softirq under the
  * socket's sk_callback_lock and takes only spinlocks; it reaches ERROR

@@ -31,6 +31,7 @@ enum viw_stat {
 	VIW_STAT_POLL_BACKOFFS,
 	VIW_STAT_ACKS_SENT,
 	VIW_STAT_ACKS_RCVD,
+	VIW_STAT_TX_CHAINED_RUNS,
 	VIW_STAT_MAX
 };
 
@@ -53,6 +54,7 @@ static const struct rdma_stat_desc viw_stat_descs[VIW_STAT_MAX] = {
 	[VIW_STAT_POLL_BACKOFFS].name = "poll_backoffs",
 	[VIW_STAT_ACKS_SENT].name = "acks_sent",
 	[VIW_STAT_ACKS_RCVD].name = "acks_received",
+	[VIW_STAT_TX_CHAINED_RUNS].name = "tx_chained_runs",
 };
 
 /* The counters that are plain sums, and where each one is kept. */
@@ -73,6 +75,7 @@ static const u8 viw_stat_counter[VIW_STAT_MAX] = {
 	[VIW_STAT_POLL_BACKOFFS] = VIW_CNT_POLL_BACKOFFS,
 	[VIW_STAT_ACKS_SENT] = VIW_CNT_ACKS_SENT,
 	[VIW_STAT_ACKS_RCVD] = VIW_CNT_ACKS_RCVD,
+	[VIW_STAT_TX_CHAINED_RUNS] = VIW_CNT_TX_CHAINED_RUNS,
 };
 
 int viw_stats_init(struct viw_device *vdev)

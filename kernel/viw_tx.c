@@ -6,7 +6,8 @@
  * FPDUs of at most MULPDU bytes and writes them to the TCP socket, the
  * FPDUs of one message up to 64 KiB in one write (struct viw_tx_batch).  A
  * doorbell that finds the engine idle runs it in the caller's context
- * instead (viw_tx_direct()), as long as the socket has room.  RDMA
+ * instead (viw_tx_direct()), as long as the socket has room, and then
+ * runs the engines its own run kicked (struct viw_tx_chain).  RDMA
  * READ requests from the peer are answered between WQEs.  The engine
  * copies each WQE once and checks every local STag it names before a byte
  * is sent; a bad WQE completes in error and takes the QP to ERROR.
@@ -54,9 +55,178 @@ void viw_tx_exit(void)
 	destroy_workqueue(viw_tx_wq);
 }
 
+/*
+ * Kicks that a doorbell's run causes, run in its own context.
+ *
+ * A doorbell's run writes to the socket in process context, and on a veth
+ * or loopback path the softirq that delivers those segments runs on top
+ * of it, up to the peer QP's receive engine.  A READ request delivered
+ * there kicks the peer's engine to send the response; a response kicks
+ * the requester's engine if a WQE waits for the ORQ.  Queued, the work
+ * item would wake a worker, and the switch to it and back costs a READ
+ * more than sending the response does.  The run that caused the kick is
+ * about to return anyway: it notes the QP, with a reference, and once it
+ * has let go of its own tx_lock (two are never held at once) it runs
+ * each noted engine as a doorbell would (viw_tx_run_direct()), without
+ * blocking in the socket, and queues the work item for what is left.
+ *
+ * Only doorbells own a context: their runs do not wait for the socket,
+ * and one that must (viw_tx_wait_direct()) first hands what it noted to
+ * the work items, so a noted engine waits for at most one run and never
+ * for another QP's peer.  A work item's run may block on a peer that does
+ * not read; its kicks are queued.
+ *
+ * One context per CPU; the owner stays on its CPU (migrate_disable()) so
+ * that only it and the softirqs on top of it touch the context, and it
+ * keeps those out with local_bh_disable().
+ */
+#define VIW_TX_CHAIN_QPS	8
+#define VIW_TX_CHAIN_ROUNDS	4
+
+struct viw_tx_chain {
+	struct task_struct *owner;
+	unsigned int nr;
+	struct viw_qp *qp[VIW_TX_CHAIN_QPS];
+};
+
+static DEFINE_PER_CPU(struct viw_tx_chain, viw_tx_chain);
+
+static bool viw_tx_chain_has(struct viw_tx_chain *chain, struct viw_qp *qp)
+{
+	unsigned int i;
+
+	for (i = 0; i < chain->nr; i++)
+		if (chain->qp[i] == qp)
+			return true;
+	return false;
+}
+
+/* Note @qp if the kick comes from the owner of this CPU's context. */
+static bool viw_tx_chain_note(struct viw_qp *qp)
+{
+	struct viw_tx_chain *chain;
+	bool noted = false;
+
+	if (in_hardirq() || in_nmi())
+		return false;
+	local_bh_disable();
+	chain = this_cpu_ptr(&viw_tx_chain);
+	if (chain->owner == current) {
+		if (viw_tx_chain_has(chain, qp))
+			noted = true;
+		else if (chain->nr < VIW_TX_CHAIN_QPS &&
+			 refcount_inc_not_zero(&qp->ref)) {
+			chain->qp[chain->nr++] = qp;
+			noted = true;
+		}
+	}
+	local_bh_enable();
+	return noted;
+}
+
 void viw_tx_kick(struct viw_qp *qp)
 {
+	if (!viw_tx_chain_note(qp))
+		queue_work(viw_tx_wq, &qp->tx_work);
+}
+
+/*
+ * Start collecting the kicks of a doorbell's run.  Returns the context if
+ * the caller owns it now, or NULL: this task owns it already (a run it
+ * chains) or another task does (one that was preempted in its run).
+ */
+static struct viw_tx_chain *viw_tx_chain_begin(void)
+{
+	struct viw_tx_chain *chain;
+
+	migrate_disable();
+	local_bh_disable();
+	chain = this_cpu_ptr(&viw_tx_chain);
+	if (chain->owner)
+		chain = NULL;
+	else
+		chain->owner = current;
+	local_bh_enable();
+	if (!chain)
+		migrate_enable();
+	return chain;
+}
+
+/* Take the noted QPs out of the context, into @qps; returns how many. */
+static unsigned int viw_tx_chain_take(struct viw_tx_chain *chain,
+				      struct viw_qp **qps)
+{
+	unsigned int nr;
+
+	local_bh_disable();
+	nr = chain->nr;
+	memcpy(qps, chain->qp, nr * sizeof(*qps));
+	chain->nr = 0;
+	local_bh_enable();
+	return nr;
+}
+
+/*
+ * The owner is about to sleep, or to give the context up: the work items
+ * run what it noted, so that no engine waits for the owner's socket.
+ */
+static void viw_tx_chain_hand_over(void)
+{
+	struct viw_tx_chain *chain;
+	struct viw_qp *qps[VIW_TX_CHAIN_QPS];
+	unsigned int i, nr = 0;
+
+	local_bh_disable();
+	chain = this_cpu_ptr(&viw_tx_chain);
+	if (chain->owner == current)
+		nr = viw_tx_chain_take(chain, qps);
+	local_bh_enable();
+	for (i = 0; i < nr; i++) {
+		queue_work(viw_tx_wq, &qps[i]->tx_work);
+		viw_qp_put(qps[i]);
+	}
+}
+
+static bool viw_tx_run_direct(struct viw_qp *qp);
+
+/*
+ * Run one noted engine here.  A QP that is not in RTS, before or after
+ * the run, gets its work item, which sends a TERMINATE (viw_tx_terminate());
+ * so does an engine with more to do.
+ */
+static void viw_tx_chain_run(struct viw_qp *qp)
+{
+	if (viw_qp_tx_open(qp) && viw_tx_run_direct(qp) &&
+	    viw_qp_tx_open(qp)) {
+		viw_count(qp->vdev, VIW_CNT_TX_CHAINED_RUNS, 1);
+		return;
+	}
 	queue_work(viw_tx_wq, &qp->tx_work);
+}
+
+/* The owner's run is over, its tx_lock released: run what it kicked. */
+static void viw_tx_chain_end(struct viw_tx_chain *chain)
+{
+	struct viw_qp *qps[VIW_TX_CHAIN_QPS];
+	unsigned int i, nr, round;
+
+	if (!chain)
+		return;
+	for (round = 0; round < VIW_TX_CHAIN_ROUNDS; round++) {
+		nr = viw_tx_chain_take(chain, qps);
+		if (!nr)
+			break;
+		for (i = 0; i < nr; i++) {
+			viw_tx_chain_run(qps[i]);
+			viw_qp_put(qps[i]);
+		}
+	}
+	/* Past the rounds, the work items take over. */
+	local_bh_disable();
+	viw_tx_chain_hand_over();
+	chain->owner = NULL;
+	local_bh_enable();
+	migrate_enable();
 }
 
 static void viw_bvec_virt(struct bio_vec *bv, void *p, u32 len)
@@ -94,6 +264,7 @@ static int viw_tx_wait_direct(struct viw_qp *qp)
 {
 	if (fatal_signal_pending(current))
 		return -EINTR;
+	viw_tx_chain_hand_over();
 	schedule_timeout_killable(1);
 	return 0;
 }
@@ -1179,18 +1350,8 @@ static void viw_tx_work(struct work_struct *work)
 		viw_tx_check_error(qp, rv);
 }
 
-/**
- * viw_tx_direct - run the transmit engine in the caller's context
- * @qp: the QP, from a doorbell in process context
- *
- * Only an idle engine runs here: if the work item is queued or another
- * thread holds tx_lock, that one sends what was posted.  The caller's
- * context never blocks in the socket (viw_tx_sendmsg()).
- *
- * Return: true if the engine has nothing left to do, false if the work
- * item must go on (engine busy, socket full, budget spent).
- */
-bool viw_tx_direct(struct viw_qp *qp)
+/* viw_tx_direct() without chaining: true if the engine has nothing left. */
+static bool viw_tx_run_direct(struct viw_qp *qp)
 {
 	int rv;
 
@@ -1205,6 +1366,27 @@ bool viw_tx_direct(struct viw_qp *qp)
 		return false;
 	viw_tx_check_error(qp, rv);
 	return true;
+}
+
+/**
+ * viw_tx_direct - run the transmit engine in the caller's context
+ * @qp: the QP, from a doorbell in process context
+ *
+ * Only an idle engine runs here: if the work item is queued or another
+ * thread holds tx_lock, that one sends what was posted.  The caller's
+ * context never blocks in the socket (viw_tx_sendmsg()).  The engines
+ * this run kicks run here too, after it (struct viw_tx_chain).
+ *
+ * Return: true if the engine has nothing left to do, false if the work
+ * item must go on (engine busy, socket full, budget spent).
+ */
+bool viw_tx_direct(struct viw_qp *qp)
+{
+	struct viw_tx_chain *chain = viw_tx_chain_begin();
+	bool done = viw_tx_run_direct(qp);
+
+	viw_tx_chain_end(chain);
+	return done;
 }
 
 void viw_tx_qp_init(struct viw_qp *qp)
