@@ -132,8 +132,9 @@ void viw_tx_kick(struct viw_qp *qp)
 
 /*
  * Start collecting the kicks of a doorbell's run.  Returns the context if
- * the caller owns it now, or NULL: this task owns it already (a run it
- * chains) or another task does (one that was preempted in its run).
+ * the caller owns it now, or NULL if another task does (one that was
+ * preempted in its run): that run's kicks then stay its own, and this
+ * run's go to the work items.
  */
 static struct viw_tx_chain *viw_tx_chain_begin(void)
 {
