@@ -126,6 +126,8 @@ struct viw_rx {
 	/* SEND-type and WRITE messages placed, for viw acknowledgements */
 	u32 placed;
 	u32 peer_placed;		/* the latest the peer acknowledged */
+	/* segments of the peer's own messages: all but acknowledgements */
+	u32 answers;
 	/* TERMINATE body after its control word: M length, D and R headers */
 	u8 term_body[2 + VIW_DDP_UNTAGGED_HDR_LEN + VIW_RDMAP_READ_REQ_LEN];
 	/* why the segment being processed failed, for viw_qp_fail() */
@@ -164,6 +166,17 @@ struct viw_engine {
 	u32 tx_msn_ack;
 	u32 tx_msgs;			/* SEND-type and WRITE messages sent */
 	u32 tx_ack_sent;		/* rx.placed as last acknowledged */
+	bool tx_may_cork;		/* in viw_tx_run(), which pushes */
+	bool tx_corked;			/* the last write held back its tail */
+
+	u32 tx_taken;			/* WQEs taken, ever */
+
+	/* doorbells, unlocked: a hint (viw_tx_streams()) */
+	u32 db_answers;			/* rx.answers at the last doorbell */
+	u32 db_taken;			/* tx_taken at the last doorbell */
+	unsigned long db_time;		/* jiffies at the last doorbell */
+	u32 db_streak;			/* doorbells with no answer between */
+	bool db_small;			/* the last WQE taken was small */
 
 	/* WQEs waiting for an acknowledgement, oldest first, under rd_lock */
 	struct viw_ack_wait *ackq;

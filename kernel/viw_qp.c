@@ -450,18 +450,22 @@ static void viw_qp_send_after_close(struct viw_qp *qp)
 /*
  * Start the transmit engine for new send WQEs.  An idle engine sends in
  * the caller's context, as a hardware doorbell starts the adapter at once:
- * a lone post then costs one system call and no context switch.  The work
- * item takes over whatever is left (a busy engine, a full socket, more
- * than one budget of FPDUs).
+ * a lone post then costs one system call and no context switch.  A stream
+ * of small messages is handed to the work item on another CPU, so that
+ * the posts that follow need no system call (viw_tx_doorbell()).  The
+ * work item takes over whatever is left (a busy engine, a full socket,
+ * more than one budget of FPDUs).
  */
-static void viw_qp_sq_start(struct viw_qp *qp)
+static void viw_qp_sq_start(struct viw_qp *qp, bool polled)
 {
 	/* A kernel consumer may post in atomic context: never send there. */
-	if (viw_qp_is_kernel(qp) || !viw_tx_direct(qp))
+	if (viw_qp_is_kernel(qp))
 		viw_tx_kick(qp);
+	else
+		viw_tx_doorbell(qp, !polled);
 }
 
-static int viw_sq_doorbell(struct viw_qp *qp)
+static int viw_sq_doorbell(struct viw_qp *qp, bool polled)
 {
 	/* Pairs with viw_qp_error_locked(), as in viw_rq_doorbell(). */
 	smp_mb();
@@ -474,7 +478,7 @@ static int viw_sq_doorbell(struct viw_qp *qp)
 	else if (READ_ONCE(qp->peer_closed))
 		viw_qp_send_after_close(qp);
 	else if (viw_qp_tx_open(qp))
-		viw_qp_sq_start(qp);
+		viw_qp_sq_start(qp, polled);
 	return 0;
 }
 
@@ -483,7 +487,7 @@ void viw_qp_sq_doorbell(struct viw_qp *qp)
 {
 	viw_count(qp->vdev, VIW_CNT_DOORBELLS, 1);
 	trace_viw_doorbell(qp, true);
-	viw_sq_doorbell(qp);
+	viw_sq_doorbell(qp, false);
 }
 
 /* The process rang the RQ doorbell of a QP without SRQ. */
@@ -821,7 +825,7 @@ void viw_device_link_down(struct viw_device *vdev)
 static void viw_qp_poll_one(struct viw_qp *qp)
 {
 	if (READ_ONCE(qp->sq.ring.ctrl->prod) != READ_ONCE(qp->sq.fetch))
-		viw_sq_doorbell(qp);
+		viw_sq_doorbell(qp, true);
 	if (!qp->srq &&
 	    READ_ONCE(qp->rq.ring.ctrl->prod) != READ_ONCE(qp->rq.fetch))
 		viw_rq_doorbell(qp);

@@ -246,7 +246,7 @@ static inline bool viw_qp_tx_open(struct viw_qp *qp)
 void viw_tx_qp_init(struct viw_qp *qp);
 void viw_tx_kick(struct viw_qp *qp);
 void viw_tx_kick_orq(struct viw_qp *qp);
-bool viw_tx_direct(struct viw_qp *qp);
+void viw_tx_doorbell(struct viw_qp *qp, bool may_hand_off);
 void viw_tx_abort(struct viw_qp *qp);
 bool viw_tx_busy(struct viw_qp *qp);
 int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr);

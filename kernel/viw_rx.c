@@ -903,6 +903,8 @@ static int viw_rx_end_segment(struct viw_qp *qp)
 	struct viw_rx *rx = &qp->eng->rx;
 
 	viw_count(qp->vdev, VIW_CNT_RX_FPDUS, 1);
+	if (rx->ddp.opcode != VIW_RDMAP_ACK)
+		WRITE_ONCE(rx->answers, rx->answers + 1);
 	if (rx->mr) {
 		viw_mr_put(rx->mr);
 		rx->mr = NULL;

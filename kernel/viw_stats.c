@@ -32,6 +32,7 @@ enum viw_stat {
 	VIW_STAT_ACKS_SENT,
 	VIW_STAT_ACKS_RCVD,
 	VIW_STAT_TX_CHAINED_RUNS,
+	VIW_STAT_TX_HANDOFFS,
 	VIW_STAT_MAX
 };
 
@@ -55,6 +56,7 @@ static const struct rdma_stat_desc viw_stat_descs[VIW_STAT_MAX] = {
 	[VIW_STAT_ACKS_SENT].name = "acks_sent",
 	[VIW_STAT_ACKS_RCVD].name = "acks_received",
 	[VIW_STAT_TX_CHAINED_RUNS].name = "tx_chained_runs",
+	[VIW_STAT_TX_HANDOFFS].name = "tx_handoffs",
 };
 
 /* The counters that are plain sums, and where each one is kept. */
@@ -76,6 +78,7 @@ static const u8 viw_stat_counter[VIW_STAT_MAX] = {
 	[VIW_STAT_ACKS_SENT] = VIW_CNT_ACKS_SENT,
 	[VIW_STAT_ACKS_RCVD] = VIW_CNT_ACKS_RCVD,
 	[VIW_STAT_TX_CHAINED_RUNS] = VIW_CNT_TX_CHAINED_RUNS,
+	[VIW_STAT_TX_HANDOFFS] = VIW_CNT_TX_HANDOFFS,
 };
 
 int viw_stats_init(struct viw_device *vdev)

@@ -6,7 +6,8 @@
  *
  *   viw_verify -s HOST [-p PORT] [-t SECS]
  *   viw_verify -c HOST [-p PORT] [-t SECS] [-q QPS] [-n ROUNDS]
- *              [-d SECS] [--size BYTES] [--wc-ms MS] [--event-ms MS]
+ *              [-d SECS] [--size BYTES] [--pieces K] [--wc-ms MS]
+ *              [--event-ms MS]
  *
  * The server accepts any number of connections (up to VF_MAX_CONNS), gives
  * each its own MR and offers it in the accept private data; it prints
@@ -15,7 +16,10 @@
  * WRITEs a pattern stamped with the QP, the round and the word's offset to
  * the server's MR and READs it back into a poisoned buffer.  A round's
  * length and remote offset change from round to round.  It stops after -n
- * rounds per QP or -d seconds of traffic, whichever comes first.
+ * rounds per QP or -d seconds of traffic, whichever comes first.  With
+ * --pieces K the WRITE goes as K WRITEs of consecutive pieces, each posted
+ * by a call of its own, as a stream of small messages is (the transmit
+ * engine's hand-off, docs/host-interface.md "Doorbells").
  *
  * What the client tells apart, one line each:
  *   DATAERR qp Q round R ...   a READ returned other bytes (FAIL)
@@ -45,6 +49,8 @@
 #define VF_MAX_CONNS	64
 #define VF_POISON	0xee
 #define VF_ORD		4
+#define VF_SEND_WR	8
+#define VF_MAX_PIECES	(VF_SEND_WR - 1)	/* and the READ */
 
 /* The server's accept private data: the MR of that connection. */
 struct vf_offer {
@@ -60,10 +66,11 @@ static struct {
 	int rounds;
 	int traffic_secs;
 	uint32_t size;
+	int pieces;
 	int wc_ms;
 	int event_ms;
 } vf_opt = {
-	.qps = 4, .traffic_secs = 20, .size = 65536,
+	.qps = 4, .traffic_secs = 20, .size = 65536, .pieces = 1,
 	.wc_ms = 30000, .event_ms = 30000,
 };
 
@@ -309,7 +316,7 @@ static int vf_connect_one(void *arg)
 {
 	struct vf_qp *q = arg;
 	struct ibv_qp_init_attr attr = {
-		.cap = { .max_send_wr = 8, .max_recv_wr = 1,
+		.cap = { .max_send_wr = VF_SEND_WR, .max_recv_wr = 1,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
 	};
@@ -346,12 +353,48 @@ static int vf_connect_one(void *arg)
 	return 0;
 }
 
+/*
+ * Post the round's WRITE as vf_opt.pieces WRITEs, one call each but the
+ * last, which goes with the READ that reads it all back.  q->posted counts
+ * what was posted, also when a call fails.
+ */
+static int vf_post_pieces(struct vf_qp *q, const struct vt_op *write,
+			  const struct vt_op *read)
+{
+	uint32_t pieces = vf_opt.pieces, step, off = 0;
+	struct vt_op ops[2];
+	int rv;
+
+	if (pieces > write->len)
+		pieces = write->len;
+	step = write->len / pieces;
+	q->posted = 0;
+	for (;;) {
+		ops[0] = *write;
+		ops[0].loff = write->loff + off;
+		ops[0].raddr = write->raddr + off;
+		ops[0].len = --pieces ? step : write->len - off;
+		off += ops[0].len;
+		if (!pieces)
+			break;
+		rv = vt_post_ops(q->ep.id->qp, q->buf, q->ep.mr->lkey, ops, 1);
+		if (rv)
+			return rv;
+		q->posted++;
+	}
+	ops[1] = *read;
+	rv = vt_post_ops(q->ep.id->qp, q->buf, q->ep.mr->lkey, ops, 2);
+	if (!rv)
+		q->posted += 2;
+	return rv;
+}
+
 /* Post round q->round: WRITE the stamped source, READ it back. */
 static int vf_post_round(struct vf_qp *q)
 {
 	uint32_t r = q->round, size = vf_opt.size, w;
 	uint8_t *src = q->buf, *sink = q->buf + size;
-	struct vt_op ops[2];
+	struct vt_op write, read;
 	uint64_t v;
 
 	/* lengths from size down by odd steps, offsets 0..63 */
@@ -365,16 +408,15 @@ static int vf_post_round(struct vf_qp *q)
 		       q->len - w * 8 < 8 ? q->len - w * 8 : 8);
 	}
 	memset(sink, VF_POISON, q->len);
-	ops[0] = (struct vt_op){ .what = "WRITE", .opcode = IBV_WR_RDMA_WRITE,
-				 .loff = 0, .len = q->len,
-				 .raddr = q->raddr + q->roff, .rkey = q->rkey };
-	ops[1] = ops[0];
-	ops[1].what = "READ";
-	ops[1].opcode = IBV_WR_RDMA_READ;
-	ops[1].loff = size;
-	q->posted = 2;
+	write = (struct vt_op){ .what = "WRITE", .opcode = IBV_WR_RDMA_WRITE,
+				.loff = 0, .len = q->len,
+				.raddr = q->raddr + q->roff, .rkey = q->rkey };
+	read = write;
+	read.what = "READ";
+	read.opcode = IBV_WR_RDMA_READ;
+	read.loff = size;
 	q->due = vt_now_ms() + vf_opt.wc_ms;
-	return vt_post_ops(q->ep.id->qp, q->buf, q->ep.mr->lkey, ops, 2);
+	return vf_post_pieces(q, &write, &read);
 }
 
 static void vf_mark_lost(struct vf_qp *q, const char *what)
@@ -489,11 +531,9 @@ static bool vf_step(struct vf_qp *q, bool more)
 	    (!vf_opt.rounds || q->round < (uint32_t)vf_opt.rounds)) {
 		int rv = vf_post_round(q);
 
-		if (rv) {
-			q->posted = 0;
+		if (rv)
 			vf_mark_lost(q, rv == ENOMEM ? "post: queue full" :
 				     "post refused");
-		}
 	}
 	if (q->posted || (q->lost && !q->ended))
 		return true;
@@ -566,6 +606,7 @@ static int run_client(const char *host, const char *port)
 
 static const struct option vf_longopts[] = {
 	{ "size", required_argument, NULL, 'S' },
+	{ "pieces", required_argument, NULL, 'P' },
 	{ "wc-ms", required_argument, NULL, 'W' },
 	{ "event-ms", required_argument, NULL, 'E' },
 	{ "help", no_argument, NULL, 'h' },
@@ -578,17 +619,19 @@ static int vf_usage(const char *prog)
 		"usage: %s -s HOST [-p PORT] [-t SECS] [--size BYTES]\n"
 		"       %s -c HOST [-p PORT] [-t SECS] [-q QPS] [-n ROUNDS] "
 		"[-d SECS]\n"
-		"          [--size BYTES] [--wc-ms MS] [--event-ms MS]\n"
+		"          [--size BYTES] [--pieces K] [--wc-ms MS] "
+		"[--event-ms MS]\n"
 		"  -q QPS        connections, 1..%d (4)\n"
 		"  -n ROUNDS     rounds per QP, 0 = until -d (0)\n"
 		"  -d SECS       seconds of traffic (20); -t bounds the run "
 		"(-d + 60)\n"
 		"  --size BYTES  buffer per QP, 64..16777216 (65536)\n"
+		"  --pieces K    the WRITE as K posts, 1..%d (1)\n"
 		"  --wc-ms MS    a completion is late after MS (30000)\n"
 		"  --event-ms MS after a loss, the CM event is late after MS "
 		"(30000)\n"
 		"exit: 0 all verified, 1 a FAIL, 3 a connection lost, 2 usage\n",
-		prog, prog, VF_MAX_QPS);
+		prog, prog, VF_MAX_QPS, VF_MAX_PIECES);
 	return 2;
 }
 
@@ -612,6 +655,9 @@ static int vf_parse(int argc, char **argv, struct vt_args *args)
 		case 'S':
 			vf_opt.size = strtoul(optarg, NULL, 0);
 			break;
+		case 'P':
+			vf_opt.pieces = atoi(optarg);
+			break;
 		case 'W':
 			vf_opt.wc_ms = atoi(optarg);
 			break;
@@ -625,7 +671,8 @@ static int vf_parse(int argc, char **argv, struct vt_args *args)
 	if (!args->addr || optind != argc || vf_opt.qps < 1 ||
 	    vf_opt.qps > VF_MAX_QPS || vf_opt.rounds < 0 ||
 	    vf_opt.traffic_secs < 1 || vf_opt.size < 64 ||
-	    vf_opt.size > 16777216 || vf_opt.wc_ms < 1 ||
+	    vf_opt.size > 16777216 || vf_opt.pieces < 1 ||
+	    vf_opt.pieces > VF_MAX_PIECES || vf_opt.wc_ms < 1 ||
 	    vf_opt.event_ms < 1 || args->secs < 0)
 		return -1;
 	if (!args->secs)

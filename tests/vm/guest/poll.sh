@@ -1,15 +1,16 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-# vmtest-timeout: 300
+# vmtest-timeout: 400
 #
 # The doorbell poller (kernel/viw_poll.c, docs/host-interface.md): while
 # it polls, posts make (almost) no doorbell system call; with polling off
 # every post to an idle transmit engine makes one; once idle the poller
 # sleeps and uses no CPU; data stays intact with either (rping -V).
 # Without the poller too, posts under load make almost none: an SQ's
-# engine that runs takes new WQEs by itself, and receives never need one
-# (the rings' no_doorbell word).  The "doorbells" port counter counts the
-# doorbell system calls.
+# engine that runs takes new WQEs by itself, receives never need one
+# (the rings' no_doorbell word), and a stream of small messages is handed
+# to a work item on the other CPU, whose data arrives whole (viw_verify).
+# The "doorbells" port counter counts the doorbell system calls.
 . "$(dirname "$0")/../lib.sh"
 
 make_two_hosts viw
@@ -31,7 +32,7 @@ pollers() {
 [ "$(pollers | wc -l)" = 2 ] || die "expected 2 poller threads, found: $(pollers)"
 
 # doorbells_per_wr TEST ITERS [OPTION...]: doorbell system calls of TEST
-# at 4 KiB (both sides) per WR posted.
+# at 4 KiB (both sides) per iteration.
 doorbells_per_wr() {
 	local test=$1 iters=$2 before after
 	shift 2
@@ -59,18 +60,20 @@ shared_knob=/sys/kernel/debug/viw/poll_shared_us
 [ "$(cat "$shared_knob")" = 1000 ] || die "poll_shared_us is $(cat "$shared_knob") by default, not 1000"
 echo 0 >"$shared_knob"
 
-# One WR at a time (-t 1 -Q 1): each post finds the transmit engine idle,
-# so without the poller each rings.  A window of 200 ms spans the gaps.
+# A ping-pong (ib_write_lat): each side posts one WRITE an iteration, after
+# the peer's arrived, so each post finds the transmit engine idle and,
+# without the poller, rings; a ping-pong is never handed off (below).  A
+# window of 200 ms spans the gaps.
 echo 200000 >"$knob"
-PERF_TAG=-poll on=$(doorbells_per_wr ib_write_bw 2000 -t 1 -Q 1)
+PERF_TAG=-poll on=$(doorbells_per_wr ib_write_lat 1000)
 echo 0 >"$knob"
-PERF_TAG=-nopoll off=$(doorbells_per_wr ib_write_bw 2000 -t 1 -Q 1)
-log "doorbell system calls per WR, one at a time: polling $on, not polling $off"
-# Without polling every post rings; perftest posts one WR per post.
-awk -v v="$off" 'BEGIN { exit !(v >= 0.5) }' || die "polling off, yet only $off doorbells per WR"
+PERF_TAG=-nopoll off=$(doorbells_per_wr ib_write_lat 1000)
+log "doorbell system calls per ping-pong iteration: polling $on, not polling $off"
+# Without polling every post rings: two an iteration.
+awk -v v="$off" 'BEGIN { exit !(v >= 1) }' || die "polling off, yet only $off doorbells per iteration"
 # Set-up rings too: allow a tenth of that.
 awk -v v="$on" -v o="$off" 'BEGIN { exit !(v <= o / 10) }' ||
-	die "polling on, still $on doorbells per WR (off: $off)"
+	die "polling on, still $on doorbells per iteration (off: $off)"
 
 # Without the poller, what the rings' no_doorbell word spares (polling
 # stays off from here):
@@ -98,6 +101,39 @@ in_a tc qdisc del dev "$IF_A" root
 log "doorbell system calls per WR, ib_write_bw 64 KiB behind 20 ms, polling off: $v"
 awk -v v="$v" 'BEGIN { exit !(v <= 0.1) }' ||
 	die "posts to a busy SQ rang $v doorbells per WR"
+
+# A stream of small WRITEs (ib_write_bw 4 KiB, 128 in flight) posts
+# faster than its peer answers: after two doorbells the QP's engine runs
+# in its work item on the other CPU (docs/host-interface.md, "Doorbells"),
+# the SQ says no_doorbell while it runs, and the posts skip the system
+# call.  Without the hand-off each post found the engine idle and rang.
+h0=$(port_counter "$DEV_A" tx_handoffs)
+v=$(doorbells_of "$DEV_A" ib_write_bw 4096 5000)
+h=$(( $(port_counter "$DEV_A" tx_handoffs) - h0 ))
+log "doorbell system calls per WR, ib_write_bw 4 KiB, polling off: $v ($h hand-offs)"
+[ "$h" -ge 1 ] || die "a stream of small WRITEs was never handed off"
+awk -v v="$v" 'BEGIN { exit !(v <= 0.1) }' ||
+	die "a stream of small WRITEs rang $v doorbells per WR"
+
+# What is handed off arrives whole: viw_verify WRITEs each round as six
+# posts of 2.7 to 5.4 KiB and READs it all back.  The READ's response
+# ends the streak, so each round's third post hands off; allow for a
+# round whose posts straddle a tick (viw_tx_streams()).
+verify=$VIW_BUILD/tests/functional/viw_verify
+QPS=2 ROUNDS=200
+in_b "$verify" -s "$IP_B" -p 7473 -t 200 >"$VIW_OUT/verify-server" 2>&1 &
+vpid=$!
+wait_listen "$NS_B" 7473
+h0=$(port_counter "$DEV_A" tx_handoffs)
+in_a "$verify" -c "$IP_B" -p 7473 -q "$QPS" -n "$ROUNDS" --size 32768 \
+	--pieces 6 -t 150 >"$VIW_OUT/verify-client" 2>&1 ||
+	die "viw_verify --pieces 6: $(grep -E '^(FAIL|LOST|DATAERR|SUMMARY)' "$VIW_OUT/verify-client" | head -5)"
+h=$(( $(port_counter "$DEV_A" tx_handoffs) - h0 ))
+kill "$vpid"
+wait "$vpid" 2>/dev/null || true
+log "viw_verify, WRITEs in six posts: $(grep '^SUMMARY' "$VIW_OUT/verify-client"), $h hand-offs"
+[ "$h" -ge $((QPS * ROUNDS / 4)) ] ||
+	die "$h hand-offs in $((QPS * ROUNDS)) rounds of six small WRITEs"
 
 # cpu_ticks: user + system time of the pollers, in clock ticks.
 cpu_ticks() {
