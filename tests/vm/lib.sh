@@ -160,16 +160,23 @@ ceps_zero() {
 }
 
 # rping_pair ADDR SIZE COUNT: rping -V (every transfer verified), server in
-# b, client in a; both must succeed.
+# b, client in a; both must succeed.  The server must end within 30 s of
+# its client: it ends on the DISCONNECT of the client's close.
 rping_pair() {
 	local addr=$1 size=$2 count=$3 spid rc=0 n
 
-	in_b rping -s -a "$addr" -C "$count" -S "$size" -V </dev/null \
+	in_b timeout 150 rping -s -a "$addr" -C "$count" -S "$size" -V </dev/null \
 		>"$VIW_OUT/rping-s.log" 2>&1 &
 	spid=$!
 	wait_listen "$NS_B" 7174	# rping's port
 	in_a timeout 60 rping -c -a "$addr" -C "$count" -S "$size" -V -v \
 		</dev/null >"$VIW_OUT/rping-c.log" 2>&1 || rc=$?
+	if ! wait_for 30 sh -c "! kill -0 $spid 2>/dev/null"; then
+		echo "rping server still runs 30 s after its client (exit $rc):" >&2
+		ps -o pid,stat,wchan:32,args -p "$(pgrep -d, rping)" >&2 || true
+		[ "$rc" != 0 ] || rc=1
+		stop_server "$spid"
+	fi
 	wait "$spid" || rc=$((rc ? rc : $?))
 	if [ "$rc" != 0 ]; then
 		cut -c1-200 "$VIW_OUT/rping-s.log" "$VIW_OUT/rping-c.log" >&2
