@@ -125,9 +125,6 @@ struct viw_rx {
 	u32 msn_ack;			/* viw acknowledgements */
 	/* SEND-type and WRITE messages placed, for viw acknowledgements */
 	u32 placed;
-	/* where and when the last of them was placed (viw_tx_receiving_cpu) */
-	int placed_cpu;
-	unsigned long placed_time;
 	u32 peer_placed;		/* the latest the peer acknowledged */
 	/* segments of the peer's own messages: all but acknowledgements */
 	u32 answers;
@@ -177,8 +174,6 @@ struct viw_engine {
 	/* doorbells, unlocked: a hint (viw_tx_streams()) */
 	u32 db_answers;			/* rx.answers at the last doorbell */
 	u32 db_taken;			/* tx_taken at the last doorbell */
-	u32 db_placed;			/* rx.placed at the last doorbell */
-	u32 db_placed_taken;		/* tx_taken at the last doorbell */
 	unsigned long db_time;		/* jiffies at the last doorbell */
 	u32 db_streak;			/* doorbells with no answer between */
 	bool db_small;			/* the last WQE taken was small */

@@ -831,14 +831,9 @@ static void viw_rx_terminate(struct viw_qp *qp)
 	viw_qp_terminated(qp, &term.cause);
 }
 
-/*
- * A whole SEND-type or WRITE message was placed: count it for the ACK, and
- * note where, for the transmit engine (viw_tx_receiving_cpu()).
- */
+/* A whole SEND-type or WRITE message was placed: count it for the ACK. */
 static void viw_rx_placed(struct viw_rx *rx)
 {
-	WRITE_ONCE(rx->placed_cpu, raw_smp_processor_id());
-	WRITE_ONCE(rx->placed_time, jiffies);
 	WRITE_ONCE(rx->placed, rx->placed + 1);
 }
 

@@ -8,9 +8,7 @@
  * doorbell that finds the engine idle runs it in the caller's context
  * instead (viw_tx_doorbell()), as long as the socket has room, and then
  * runs the engines its own run kicked (struct viw_tx_chain); a stream of
- * small messages goes to the work item on another CPU, and a post while
- * the peer streams to the QP to the CPU that places the stream
- * (viw_tx_elsewhere()).
+ * small messages goes to the work item on another CPU (viw_tx_hand_off()).
  * RDMA READ requests from the peer are answered between WQEs.  The engine
  * copies each WQE once and checks every local STag it names before a byte
  * is sent; a bad WQE completes in error and takes the QP to ERROR.
@@ -1453,27 +1451,17 @@ static bool viw_tx_streams(struct viw_qp *qp)
 }
 
 /*
- * Leave a streaming QP's engine to its work item on @cpu.  The
+ * Leave a streaming QP's engine to its work item on another CPU.  The
  * application goes on posting meanwhile, with no system call, as the SQ
  * says no_doorbell before the work is queued, and each run of the engine
- * finds several WQEs to write together (viw_tx_flush()).  Setting
+ * finds several WQEs to write together (viw_tx_flush()).  In the caller's
+ * context each post would cost a system call and a segment of its own,
+ * and the caller's CPU would carry all of the sending.  Setting
  * no_doorbell outside tx_lock is safe: the queued run comes after it, and
- * whatever it last wrote there, that run writes again.
+ * whatever it last wrote there, that run writes again.  Returns false on
+ * a machine with one CPU.
  */
-static void viw_tx_hand_off(struct viw_qp *qp, unsigned int cpu)
-{
-	viw_sq_set_busy(qp, true);
-	queue_work_on(cpu, viw_tx_wq, &qp->tx_work);
-	viw_count(qp->vdev, VIW_CNT_TX_HANDOFFS, 1);
-}
-
-/*
- * The CPU for a stream of small messages: another than the caller's.  In
- * the caller's context each post would cost a system call and a segment
- * of its own, and the caller's CPU would carry all of the sending.
- * Returns -1 on a machine with one CPU.
- */
-static int viw_tx_stream_cpu(void)
+static bool viw_tx_hand_off(struct viw_qp *qp)
 {
 	unsigned int self = raw_smp_processor_id();
 	unsigned int cpu = cpumask_next(self, cpu_online_mask);
@@ -1481,52 +1469,11 @@ static int viw_tx_stream_cpu(void)
 	if (cpu >= nr_cpu_ids)
 		cpu = cpumask_first(cpu_online_mask);
 	if (cpu >= nr_cpu_ids || cpu == self)
-		return -1;
-	return cpu;
-}
-
-/*
- * The CPU that places the peer's stream, if the peer streams to this QP
- * while the application posts (a receiver returning credits, as
- * perftest's ib_send_bw does), and that CPU is not the caller's.  Sending
- * in the caller's context would hold the socket while the peer's segments
- * arrive on the other CPU: they wait in the socket's backlog, and
- * release_sock() places and acknowledges them from the caller's CPU.  The
- * peer's TCP, handling those acknowledgements there, then sends from two
- * CPUs at once, and a veth queues each segment on the CPU that sent it:
- * the stream reorders, and the peer retransmits.  Sent from the CPU that
- * places, the post leaves the peer one.  The peer streams if, since the
- * last doorbell, more than twice as many messages were placed as WQEs
- * taken, two at least, and the last within a tick.  A ping-pong places
- * one message per WQE, a doorbell it skipped (a busy SQ) included.
- * Unlocked, as viw_tx_streams().
- */
-static int viw_tx_receiving_cpu(struct viw_qp *qp)
-{
-	struct viw_engine *eng = qp->eng;
-	u32 placed = READ_ONCE(eng->rx.placed);
-	u32 taken = READ_ONCE(eng->tx_taken);
-	u32 in = placed - READ_ONCE(eng->db_placed);
-	u32 out = taken - READ_ONCE(eng->db_placed_taken);
-	int cpu = READ_ONCE(eng->rx.placed_cpu);
-
-	WRITE_ONCE(eng->db_placed, placed);
-	WRITE_ONCE(eng->db_placed_taken, taken);
-	if (in < 2 || in <= 2 * out ||
-	    time_after(jiffies, READ_ONCE(eng->rx.placed_time) + 1) ||
-	    cpu == raw_smp_processor_id() || !cpu_online(cpu))
-		return -1;
-	return cpu;
-}
-
-/* Where a doorbell's engine should run, if not in the caller's context. */
-static int viw_tx_elsewhere(struct viw_qp *qp)
-{
-	int cpu = viw_tx_receiving_cpu(qp);
-
-	if (cpu >= 0)
-		return cpu;
-	return viw_tx_streams(qp) ? viw_tx_stream_cpu() : -1;
+		return false;
+	viw_sq_set_busy(qp, true);
+	queue_work_on(cpu, viw_tx_wq, &qp->tx_work);
+	viw_count(qp->vdev, VIW_CNT_TX_HANDOFFS, 1);
+	return true;
 }
 
 /**
@@ -1545,15 +1492,9 @@ void viw_tx_doorbell(struct viw_qp *qp, bool may_hand_off)
 {
 	struct viw_tx_chain *chain;
 	bool done;
-	int cpu;
 
-	if (may_hand_off) {
-		cpu = viw_tx_elsewhere(qp);
-		if (cpu >= 0) {
-			viw_tx_hand_off(qp, cpu);
-			return;
-		}
-	}
+	if (may_hand_off && viw_tx_streams(qp) && viw_tx_hand_off(qp))
+		return;
 	chain = viw_tx_chain_begin();
 	done = viw_tx_run_direct(qp);
 	viw_tx_chain_end(chain);

@@ -10,7 +10,6 @@
 # engine that runs takes new WQEs by itself, receives never need one
 # (the rings' no_doorbell word), and a stream of small messages is handed
 # to a work item on the other CPU, whose data arrives whole (viw_verify).
-# A post while the peer streams goes to the CPU that places the stream.
 # The "doorbells" port counter counts the doorbell system calls.
 . "$(dirname "$0")/../lib.sh"
 
@@ -115,24 +114,6 @@ log "doorbell system calls per WR, ib_write_bw 4 KiB, polling off: $v ($h hand-o
 [ "$h" -ge 1 ] || die "a stream of small WRITEs was never handed off"
 awk -v v="$v" 'BEGIN { exit !(v <= 0.1) }' ||
 	die "a stream of small WRITEs rang $v doorbells per WR"
-
-# A receiver that posts while its peer streams to it leaves the post to
-# the CPU that places the stream (docs/host-interface.md, "Posts while
-# the peer streams"): ib_send_bw's server posts a SEND now and then, and
-# the client's segments are placed on CPU 0, in its own softirq, while
-# the server runs on CPU 1.  A ping-pong (ib_send_lat) places one message
-# between its posts and never hands off.
-handoffs() { echo $(($(port_counter "$DEV_A" tx_handoffs) + $(port_counter "$DEV_B" tx_handoffs))); }
-h0=$(port_counter "$DEV_B" tx_handoffs)
-PERF_TAG=-stream perf_pair ib_send_bw 65536 1024 >/dev/null
-h=$(( $(port_counter "$DEV_B" tx_handoffs) - h0 ))
-log "ib_send_bw 64 KiB: the receiver's posts handed off: $h"
-[ "$h" -ge 1 ] || die "the receiver's posts during a stream were never handed off"
-h0=$(handoffs)
-PERF_TAG=-pingpong perf_pair ib_send_lat 64 2000 >/dev/null
-h=$(( $(handoffs) - h0 ))
-log "ib_send_lat 64 B: posts handed off: $h"
-[ "$h" = 0 ] || die "a ping-pong handed $h posts off"
 
 # What is handed off arrives whole: viw_verify WRITEs each round as six
 # posts of 2.7 to 5.4 KiB and READs it all back.  The READ's response
