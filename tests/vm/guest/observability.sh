@@ -290,13 +290,13 @@ command -v trace-cmd >/dev/null || die "trace-cmd not installed (scripts/install
 in_b timeout 120 rping -s -a "$IP_B" -C 1 -V </dev/null >"$VIW_OUT/tc-s.log" 2>&1 &
 spid=$!
 wait_listen "$NS_B" 7174
-trace-cmd record -q -e viw -f 'qpn != 0' -o "$VIW_OUT/viw.dat" \
+timeout -k 10 120 trace-cmd record -q -e viw -f 'qpn != 0' -o "$VIW_OUT/viw.dat" \
 	timeout 60 ip netns exec "$NS_A" rping -c -a "$IP_B" -C 1 -V </dev/null >"$VIW_OUT/tc-record.log" 2>&1 ||
 	bad "trace-cmd record failed: $(tail -3 "$VIW_OUT/tc-record.log")"
 wait_for 30 sh -c "! kill -0 $spid 2>/dev/null" || bad "rping server still runs 30 s after its client"
 stop_server "$spid"
 wait "$spid" || bad "rping server under trace-cmd failed"
-trace-cmd report -i "$VIW_OUT/viw.dat" >"$VIW_OUT/tc-report" 2>&1 || bad "trace-cmd report failed"
+timeout 60 trace-cmd report -i "$VIW_OUT/viw.dat" >"$VIW_OUT/tc-report" 2>&1 || bad "trace-cmd report failed"
 traced "$VIW_OUT/tc-report" "viw_cm_event: +dev=$DEV_A .* qpn=[1-9][0-9]* event=CONNECT_REPLY status=0" 1
 traced "$VIW_OUT/tc-report" "viw_qp_state: +dev=$DEV_A qpn=[0-9]+ INIT -> RTS" 1
 traced "$VIW_OUT/tc-report" "viw_doorbell: +dev=$DEV_A "
