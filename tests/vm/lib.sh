@@ -125,6 +125,12 @@ wait_for() {
 	done
 }
 
+# ended_within SECS PID: process PID is gone within SECS seconds.  A
+# background job's PID stays usable until "wait PID" collects its status.
+ended_within() {
+	wait_for "$1" sh -c "! kill -0 $2 2>/dev/null"
+}
+
 # listening NS PORT: a TCP socket listens on PORT in namespace NS (viw's
 # and siw's listeners are kernel sockets, which ss lists too).
 listening() { ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
@@ -171,7 +177,7 @@ rping_pair() {
 	wait_listen "$NS_B" 7174	# rping's port
 	in_a timeout 60 rping -c -a "$addr" -C "$count" -S "$size" -V -v \
 		</dev/null >"$VIW_OUT/rping-c.log" 2>&1 || rc=$?
-	if ! wait_for 30 sh -c "! kill -0 $spid 2>/dev/null"; then
+	if ! ended_within 30 "$spid"; then
 		echo "rping server still runs 30 s after its client (exit $rc):" >&2
 		ps -o pid,stat,wchan:32,args -p "$(pgrep -d, rping)" >&2 || true
 		[ "$rc" != 0 ] || rc=1
@@ -202,7 +208,7 @@ wait_unlisten() {
 # the background subshell of "in_b CMD &"; the server is its child
 # (timeout, which passes the signal on), and would outlive the subshell.
 stop_server() {
-	wait_for 5 sh -c "! kill -0 $1 2>/dev/null" && return 0
+	ended_within 5 "$1" && return 0
 	pkill -P "$1" 2>/dev/null || true
 	kill "$1" 2>/dev/null || true
 }

@@ -67,7 +67,7 @@ load_flowing() {
 # load_exit NAME SECS: NAME ends by itself within SECS; its exit code.
 load_exit() {
 	local rc=0
-	wait_for "$2" sh -c "! kill -0 ${LPID[$1]} 2>/dev/null" || return 124
+	ended_within "$2" "${LPID[$1]}" || return 124
 	wait "${LPID[$1]}" || rc=$?
 	LPID[$1]=
 	return "$rc"
@@ -86,7 +86,7 @@ load_reap() {
 	for name in "${!LPID[@]}"; do
 		pid=${LPID[$name]}
 		[ -n "$pid" ] || continue
-		wait_for 10 sh -c "! kill -0 $pid 2>/dev/null" ||
+		ended_within 10 "$pid" ||
 			die "$name ($pid) did not die after SIGKILL: $(cat "/proc/$pid/stack" 2>&1)"
 		wait "$pid" 2>/dev/null || true
 		LPID[$name]=

@@ -73,7 +73,7 @@ run timeout 30 rmmod viw || die "rmmod viw failed after rdma link delete"
 ib_dev_gone "$DEV_B" || die "$DEV_B survived rmmod"
 kill -TERM "$holder"
 rc=0
-wait_for 20 sh -c "! kill -0 $holder 2>/dev/null" || die "the holder hangs closing its dead context"
+ended_within 20 "$holder" || die "the holder hangs closing its dead context"
 wait "$holder" || rc=$?
 [ "$rc" = 0 ] && grep -q '^CLOSED' "$VIW_OUT/holder" ||
 	die "the holder failed to close its dead context (exit $rc): $(tail -3 "$VIW_OUT/holder")"

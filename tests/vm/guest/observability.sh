@@ -293,7 +293,7 @@ wait_listen "$NS_B" 7174
 timeout -k 10 120 trace-cmd record -q -e viw -f 'qpn != 0' -o "$VIW_OUT/viw.dat" \
 	timeout 60 ip netns exec "$NS_A" rping -c -a "$IP_B" -C 1 -V </dev/null >"$VIW_OUT/tc-record.log" 2>&1 ||
 	bad "trace-cmd record failed: $(tail -3 "$VIW_OUT/tc-record.log")"
-wait_for 30 sh -c "! kill -0 $spid 2>/dev/null" || bad "rping server still runs 30 s after its client"
+ended_within 30 "$spid" || bad "rping server still runs 30 s after its client"
 stop_server "$spid"
 wait "$spid" || bad "rping server under trace-cmd failed"
 timeout 60 trace-cmd report -i "$VIW_OUT/viw.dat" >"$VIW_OUT/tc-report" 2>&1 || bad "trace-cmd report failed"

@@ -17,11 +17,6 @@ BOUND=10
 
 make_two_hosts viw
 
-# gone PID SECS: PID exits within SECS seconds.
-gone() {
-	wait_for "$2" bash -c "! kill -0 $1 2>/dev/null"
-}
-
 # start_stall NAME PORT NREAD LEN "TARGET OPTIONS": start viw_target in b
 # and a peer that fills the stream with NREAD unread READ responses of LEN
 # bytes, then sends a WRITE to an invalid STag.  Sets TPID and PPID_PEER.
@@ -86,7 +81,7 @@ for base in 10 20 30 40 50; do
 	done
 	for p in "${pids[@]}"; do
 		IFS=: read -r tpid ppid n <<<"$p"
-		if ! gone "$tpid" $((6 + BOUND)); then
+		if ! ended_within $((6 + BOUND)) "$tpid"; then
 			PPID_PEER=$ppid finish "fill$n"
 			die "fill$n: viw_target did not exit within $BOUND s of its teardown"
 		fi
@@ -100,7 +95,7 @@ sleep 5
 
 # 2. The target tears down (destroy_qp, dereg, exit) at the end of its run.
 stall teardown 7501 16 65536 "--run 10"
-gone "$TPID" $((10 + BOUND)) || {
+ended_within $((10 + BOUND)) "$TPID" || {
 	finish teardown
 	die "viw_target did not exit within $BOUND s of its teardown (destroy_qp hangs)"
 }
@@ -113,12 +108,12 @@ log "teardown: destroy_qp and exit within $BOUND s"
 stall linkdown 7502 16 65536 "--run 60 --until-disconnect"
 in_b ip link set "$IF_B" down &
 LPID=$!
-gone "$LPID" "$BOUND" || {
+ended_within "$BOUND" "$LPID" || {
 	finish linkdown
 	die "ip link set $IF_B down did not finish within $BOUND s"
 }
 wait "$LPID" || die "ip link set down failed"
-gone "$TPID" $((BOUND + 2)) || {
+ended_within $((BOUND + 2)) "$TPID" || {
 	finish linkdown
 	die "viw_target did not end within $BOUND s after the link went down"
 }
