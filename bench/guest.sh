@@ -286,18 +286,19 @@ scale_window() {
 		'BEGIN { printf "%.2f\n", b ? t / hz / (b / 2^30) : 0 }')" s/GiB
 }
 
-# scale_point TYPE MODE REP: ib_write_bw at SCALE_SIZE over SCALE_WAYS
+# scale_flows TYPE MODE REP: ib_write_bw at SCALE_SIZE over SCALE_WAYS
 # connections for SCALE_SECS, measured by scale_window.  MODE "qps" is
 # one perftest pair with -q; "procs" is as many pairs at once, each on its
 # own port.  perftest's own report is not used: under this load it often
 # cannot calibrate its clock, and the pairs' figures would not add up to
-# one window anyway.
-scale_point() {
-	local type=$1 mode=$2 rep=$3 i n=$SCALE_WAYS opts=() pids=() logs=() tag
+# one window anyway.  Fails, with nothing recorded, if the flows did not
+# all start.
+scale_flows() {
+	local type=$1 mode=$2 rep=$3 i n=$SCALE_WAYS opts=() pids=() logs=() tag rc=0
 	[ "$mode" = qps ] && n=1 opts=(-q "$SCALE_WAYS")
 	for ((i = 0; i < n; i++)); do
 		tag=-scale-$mode-$type-r$rep-$i
-		rm -f "$VIW_OUT/ib_write_bw$tag-$SCALE_SIZE".*
+		rm -f "$VIW_OUT/ib_write_bw$tag-$SCALE_SIZE".{client,server}
 		# perf_once fails when the report is missing; see above
 		{ PERF_TAG=$tag PERF_PORT=$((18515 + 10 * i)) perf_once ib_write_bw \
 			"$SCALE_SIZE" - -D "$SCALE_SECS" "${opts[@]}" >/dev/null 2>&1 || true; } &
@@ -307,9 +308,41 @@ scale_point() {
 	if wait_for 60 all_started "${logs[@]}"; then
 		scale_window "$type" "$mode" "$rep" all_running "${logs[@]}"
 	else
-		failed "$type $mode scaling: the flows did not start (rep $rep)"
+		rc=1
 	fi
 	for i in "${pids[@]}"; do wait "$i"; done
+	return "$rc"
+}
+
+# not_started LOG...: the first line of each perftest client LOG that did
+# not reach its header, to say why.
+not_started() {
+	local log
+	for log in "$@"; do
+		grep -q '#bytes' "$log" 2>/dev/null ||
+			echo "${log##*/}: $(grep -m1 -v '^-*$' "$log" 2>/dev/null || echo 'no output')"
+	done
+}
+
+# scale_point TYPE MODE REP: scale_flows, run a second time if the flows
+# did not all start.  A connection can fail before any data moves, and
+# the window then has nothing to measure: on siw, rdma_connect sometimes
+# fails with "Address already in use" (the port rdma_cm chose is still
+# held by a TCP socket).  The first attempt's logs stay as
+# LOG.client.1, and a NOTE says why it was run again.
+scale_point() {
+	local type=$1 mode=$2 rep=$3 log logs try
+	for try in 1 2; do
+		scale_flows "$type" "$mode" "$rep" && return 0
+		logs=("$VIW_OUT/ib_write_bw-scale-$mode-$type-r$rep-"*"-$SCALE_SIZE.client")
+		echo "NOTE: $type $mode scaling (rep $rep, attempt $try): the flows did not all start;" \
+			"$(not_started "${logs[@]}" | tr '\n' ';')"
+		for log in "${logs[@]}"; do
+			mv "$log" "$log.$try"
+			mv "${log%.client}.server" "${log%.client}.server.$try" 2>/dev/null || true
+		done
+	done
+	failed "$type $mode scaling: the flows did not start (rep $rep, 2 attempts)"
 }
 
 # tcp_scale_point MODE REP: SCALE_WAYS TCP streams, measured as
