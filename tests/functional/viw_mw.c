@@ -637,8 +637,41 @@ struct mw_client {
 	struct ibv_pd *pd;
 	uint8_t *buf;
 	struct ibv_mr *mr;
+	struct ibv_mr *offer_mr;
 	struct mw_offer offer;
 };
+
+static void client_drop_mrs(struct mw_client *cl)
+{
+	if (cl->offer_mr)
+		ibv_dereg_mr(cl->offer_mr);
+	if (cl->mr)
+		ibv_dereg_mr(cl->mr);
+	cl->offer_mr = NULL;
+	cl->mr = NULL;
+}
+
+/*
+ * The server sends its offer as soon as the connection is up, so the
+ * receive for it is posted before rdma_connect(): a SEND that finds no
+ * receive is a DDP error, and the client's QP would end the connection.
+ */
+static int client_post_offer_recv(struct mw_client *cl)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)&cl->offer, .length = sizeof(cl->offer),
+	};
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	cl->offer_mr = ibv_reg_mr(cl->pd, &cl->offer, sizeof(cl->offer),
+				  IBV_ACCESS_LOCAL_WRITE);
+	cl->mr = ibv_reg_mr(cl->pd, cl->buf, MW_CBUF_LEN,
+			    IBV_ACCESS_LOCAL_WRITE);
+	if (!cl->offer_mr || !cl->mr)
+		return -1;
+	sge.lkey = cl->offer_mr->lkey;
+	return ibv_post_recv(cl->c.id->qp, &wr, &bad);
+}
 
 static int client_connect(struct mw_client *cl, const char *host,
 			  const char *port, uint8_t sc)
@@ -661,9 +694,12 @@ static int client_connect(struct mw_client *cl, const char *host,
 		cl->pd = ibv_alloc_pd(cl->c.id->verbs);
 		rv = cl->pd ? mw_create_qp(cl->c.id, cl->pd) : -1;
 		if (!rv)
+			rv = client_post_offer_recv(cl);
+		if (!rv)
 			rv = rdma_connect(cl->c.id, &param);
 		if (!rv)
 			break;
+		client_drop_mrs(cl);
 		rdma_destroy_ep(cl->c.id);
 		if (cl->pd)
 			ibv_dealloc_pd(cl->pd);
@@ -677,29 +713,15 @@ static int client_connect(struct mw_client *cl, const char *host,
 	return 0;
 }
 
+/* The offer, into the receive client_connect() posted. */
 static int client_get_offer(struct mw_client *cl)
 {
-	struct ibv_mr *mr;
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)&cl->offer, .length = sizeof(cl->offer),
-	};
-	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
 	struct ibv_wc wc;
 	int st;
 
-	mr = ibv_reg_mr(cl->pd, &cl->offer, sizeof(cl->offer),
-			IBV_ACCESS_LOCAL_WRITE);
-	if (!mr)
-		return -1;
-	sge.lkey = mr->lkey;
-	cl->mr = ibv_reg_mr(cl->pd, cl->buf, MW_CBUF_LEN,
-			    IBV_ACCESS_LOCAL_WRITE);
-	if (!cl->mr || ibv_post_recv(cl->c.id->qp, &wr, &bad)) {
-		ibv_dereg_mr(mr);
-		return -1;
-	}
 	st = mw_wait_wc(cl->c.id->recv_cq, &wc);
-	ibv_dereg_mr(mr);
+	ibv_dereg_mr(cl->offer_mr);
+	cl->offer_mr = NULL;
 	return st == IBV_WC_SUCCESS ? 0 : -1;
 }
 
@@ -870,9 +892,7 @@ static void client_one(struct mw_client *cl, const char *host,
 out:
 	if (cl->c.id) {
 		rdma_disconnect(cl->c.id);
-		if (cl->mr)
-			ibv_dereg_mr(cl->mr);
-		cl->mr = NULL;
+		client_drop_mrs(cl);
 		rdma_destroy_ep(cl->c.id);
 		cl->c.id = NULL;
 	}
