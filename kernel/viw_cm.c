@@ -734,6 +734,47 @@ static struct net *viw_cep_connect_net(struct viw_cep *cep)
 	return current->nsproxy->net_ns;
 }
 
+/*
+ * A new socket of @cep's, bound to @laddr and connecting to @raddr.  With
+ * @any_port, TCP chooses the port when it connects.
+ */
+static int viw_cep_sock_connect(struct viw_cep *cep, struct sockaddr *laddr,
+				struct sockaddr *raddr, int alen, bool any_port)
+{
+	struct socket *sock;
+	int rv;
+
+	rv = __sock_create(viw_cep_connect_net(cep), raddr->sa_family,
+			   SOCK_STREAM, IPPROTO_TCP, &sock, 0);
+	if (rv)
+		return rv;
+	if (any_port)
+		viw_sock_set_bind_address_no_port(sock->sk);
+	return viw_cep_connect_sock(cep, sock, laddr, raddr, alen);
+}
+
+/* Clear the port of @ss; false if it had none. */
+static bool viw_sa_clear_port(struct sockaddr_storage *ss)
+{
+	__be16 *port = ss->ss_family == AF_INET ?
+		       &((struct sockaddr_in *)ss)->sin_port :
+		       &((struct sockaddr_in6 *)ss)->sin6_port;
+	bool had = *port;
+
+	*port = 0;
+	return had;
+}
+
+/*
+ * rdma_cm reserves the consumer's local port in its own port space only,
+ * so TCP may not let the connection have it: another socket holds the
+ * port (bind: -EADDRINUSE), or a connection from it to the same peer is
+ * in TIME_WAIT (connect: -EADDRNOTAVAIL).  The wire does not need that
+ * port: the connection then takes one of TCP's choosing, and
+ * CONNECT_REPLY reports the address used (viw_cep_addrs()).  iw_cm keeps
+ * it as the mapped address, and the consumer keeps seeing rdma_cm's, as
+ * under the iWARP port mapper.
+ */
 static int viw_cep_bind_connect(struct viw_cep *cep, struct iw_cm_id *cm_id)
 {
 	struct sockaddr *laddr = (struct sockaddr *)&cm_id->m_local_addr;
@@ -741,16 +782,21 @@ static int viw_cep_bind_connect(struct viw_cep *cep, struct iw_cm_id *cm_id)
 	int family = raddr->sa_family;
 	int alen = family == AF_INET ? sizeof(struct sockaddr_in) :
 				       sizeof(struct sockaddr_in6);
-	struct socket *sock;
+	struct sockaddr_storage any = {};
 	int rv;
 
 	if (family != AF_INET && family != AF_INET6)
 		return -EAFNOSUPPORT;
-	rv = __sock_create(viw_cep_connect_net(cep), family, SOCK_STREAM,
-			   IPPROTO_TCP, &sock, 0);
-	if (rv)
+	rv = viw_cep_sock_connect(cep, laddr, raddr, alen, false);
+	if (rv != -EADDRINUSE && rv != -EADDRNOTAVAIL)
 		return rv;
-	return viw_cep_connect_sock(cep, sock, laddr, raddr, alen);
+	memcpy(&any, laddr, alen);
+	if (!viw_sa_clear_port(&any))
+		return rv;
+	pr_debug("local port %pISp not free for TCP (%d): taking another\n",
+		 laddr, rv);
+	return viw_cep_sock_connect(cep, (struct sockaddr *)&any, raddr, alen,
+				    true);
 }
 
 int viw_iw_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
