@@ -328,8 +328,9 @@ not_started() {
 # did not all start.  A connection can fail before any data moves, and
 # the window then has nothing to measure: on siw, rdma_connect sometimes
 # fails with "Address already in use" (the port rdma_cm chose is still
-# held by a TCP socket; viw takes another, docs/semantics.md section 7a).  The first attempt's logs stay as
-# LOG.client.1, and a NOTE says why it was run again.
+# held by a TCP socket; viw takes another, docs/semantics.md section 7a).
+# The first attempt's logs stay as LOG.client.1, and a NOTE says why it
+# was run again.
 scale_point() {
 	local type=$1 mode=$2 rep=$3 log logs try
 	for try in 1 2; do
