@@ -479,10 +479,14 @@ static void viw_cep_drop_cm_id(struct viw_cep *cep)
 
 static void viw_cep_drop_qp(struct viw_cep *cep)
 {
-	if (!cep->qp)
+	struct viw_qp *qp = cep->qp;
+
+	if (!qp)
 		return;
-	viw_qp_disconnect(cep->qp);
-	viw_qp_put(cep->qp);
+	viw_qp_disconnect(qp);
+	if (cep->direct)
+		cep->direct->detached(qp);
+	viw_qp_put(qp);
 	cep->qp = NULL;
 }
 
@@ -496,7 +500,7 @@ static void viw_cep_close(struct viw_cep *cep, int status, bool abort)
 	if (was_up)
 		trace_viw_cm_close(cep->vdev, cep, status, abort);
 	if (cep->qp && cep->direct && was_up)
-		cep->direct->lost(cep->qp, !status && !abort);
+		cep->direct->lost(cep, cep->qp, !status && !abort);
 	if (cep->qp)
 		viw_qp_conn_lost(cep->qp);
 	viw_cep_shutdown_socket(cep, abort);
@@ -611,7 +615,7 @@ static void viw_cep_connect_failed(struct viw_cep *cep, int status)
 	viw_cep_release_socket(cep, true);
 	if (cep->qp) {
 		if (cep->direct)
-			cep->direct->failed(cep->qp, status);
+			cep->direct->failed(cep, cep->qp, status);
 		viw_qp_put(cep->qp);
 		cep->qp = NULL;
 	}
@@ -1593,6 +1597,23 @@ bool viw_cep_direct_waiting(struct viw_cep *cep)
 	       READ_ONCE(cep->sock);
 }
 
+/* What TCP has received on the CEP's stream so far, MPA request included. */
+static u64 viw_cep_bytes_received(struct viw_cep *cep)
+{
+	return READ_ONCE(tcp_sk(cep->sock->sk)->bytes_received);
+}
+
+/**
+ * viw_cep_direct_peer_silent - whether the initiator of an accepted
+ *	modify_qp connection sent nothing after its MPA request; lock held
+ * @cep: the CEP, its socket not yet released
+ */
+bool viw_cep_direct_peer_silent(struct viw_cep *cep)
+{
+	return !cep->active && cep->sock &&
+	       viw_cep_bytes_received(cep) == cep->direct_rx_mark;
+}
+
 /**
  * viw_cep_direct_accept - accept a held request for @qp; lock held
  * @cep: the CEP, in MPA_REQ_RCVD
@@ -1631,6 +1652,7 @@ int viw_cep_direct_accept(struct viw_cep *cep, struct viw_qp *qp,
 		return rv;
 	}
 	viw_cep_attach_qp(cep);
+	cep->direct_rx_mark = viw_cep_bytes_received(cep);
 	if (qp->rtr_expected) {
 		cep->state = VIW_CEP_RTR_WAIT;
 		viw_cep_arm_timer(cep, VIW_MPA_TIMEOUT);

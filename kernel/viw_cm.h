@@ -53,10 +53,12 @@ struct viw_cep_owner {
 	void (*request)(struct viw_cep *cep);
 	/* The acceptor's MPA reply arrived: 0 to go on, or a negative errno. */
 	int (*check_reply)(struct viw_cep *cep);
-	/* The connect attempt for @qp failed. */
-	void (*failed)(struct viw_qp *qp, int status);
-	/* The established connection of @qp ended, by a FIN if @graceful. */
-	void (*lost)(struct viw_qp *qp, bool graceful);
+	/* The connect attempt @cep for @qp failed. */
+	void (*failed)(struct viw_cep *cep, struct viw_qp *qp, int status);
+	/* The established connection @cep of @qp ended, by a FIN if @graceful. */
+	void (*lost)(struct viw_cep *cep, struct viw_qp *qp, bool graceful);
+	/* @qp let go of the connection: it has no stream any more. */
+	void (*detached)(struct viw_qp *qp);
 };
 
 /*
@@ -116,6 +118,7 @@ struct viw_cep {
 	struct sockaddr_storage direct_peer;
 	u32 direct_src;			/* QPNs of the request */
 	u32 direct_dst;
+	u64 direct_rx_mark;		/* bytes received when accepted */
 
 	/* The socket's callbacks before viw took it over. */
 	void (*sk_state_change)(struct sock *sk);
@@ -155,6 +158,7 @@ int viw_cep_direct_connect(struct viw_qp *qp,
 const void *viw_cep_direct_pdata(struct viw_cep *cep, bool reply, u16 *len);
 void viw_cep_direct_hold(struct viw_cep *cep, unsigned long timeout);
 bool viw_cep_direct_waiting(struct viw_cep *cep);
+bool viw_cep_direct_peer_silent(struct viw_cep *cep);
 int viw_cep_direct_accept(struct viw_cep *cep, struct viw_qp *qp,
 			  const void *pdata, u16 len);
 void viw_cep_direct_reject(struct viw_cep *cep);

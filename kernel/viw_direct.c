@@ -19,6 +19,12 @@
  * stream that comes up in RTR receives, and sends wait for RTS.  If the
  * stream is not up within the QP's bound (timeout and retry_cnt), or it
  * fails, the QP goes to ERROR and the consumer gets IB_EVENT_QP_FATAL.
+ *
+ * A QP reset may connect again, and so may its peer; the end of the old
+ * connection, which the CM reports late, never fails the new one (a QP in
+ * INIT has none, and an attempt the QP dropped is not its attempt), and
+ * an acceptor outlives a stream its peer dropped before using it
+ * (viw_direct_lost()).
  */
 #include <linux/inet.h>
 #include <linux/tcp.h>
@@ -40,6 +46,7 @@
 
 static const u8 viw_direct_magic[4] = { 'v', 'i', 'w', 'D' };
 static const struct viw_cep_owner viw_direct_owner;
+static void viw_direct_retake(struct work_struct *work);
 
 struct viw_direct_dev {
 	struct mutex lock;		/* pending, and the QPs' accepting flag */
@@ -52,10 +59,12 @@ struct viw_direct_qp {
 	struct viw_qp *qp;
 	bool active;
 	bool accepting;			/* passive, in RTR: under dd->lock */
+	bool taking;			/* an accept in flight: under dd->lock */
 	struct sockaddr_storage laddr;
 	struct sockaddr_storage raddr;	/* port VIW_DIRECT_PORT if active */
-	unsigned long start;		/* jiffies at RTR */
+	unsigned long start;		/* jiffies at RTR, or when a peer retries */
 	struct delayed_work deadline;
+	struct work_struct retake;	/* take a request that waited */
 };
 
 /* ---- addresses ------------------------------------------------------------ */
@@ -117,14 +126,39 @@ static bool viw_direct_is_active(const union ib_gid *lgid, u32 lqpn,
 /* ---- events and failure --------------------------------------------------- */
 
 /*
+ * How long the stream may take to come up: 4.096 us * 2^timeout per try,
+ * retry_cnt + 1 tries, as the IB attributes say, within [4 s, 60 s].
+ */
+static unsigned long viw_direct_bound(const struct viw_qp_ib_attrs *ib)
+{
+	u64 ns;
+
+	if (!ib->timeout)
+		return VIW_DIRECT_WAIT_DEFAULT;
+	ns = (4096ULL << min_t(u8, ib->timeout, 31)) * (ib->retry_cnt + 1);
+	return clamp_t(u64, nsecs_to_jiffies64(ns), VIW_DIRECT_WAIT_MIN,
+		       VIW_DIRECT_WAIT_MAX);
+}
+
+static void viw_direct_arm(struct viw_direct_qp *dq)
+{
+	unsigned long until = dq->start + viw_direct_bound(&dq->qp->ib);
+	unsigned long now = jiffies;
+
+	mod_delayed_work(system_wq, &dq->deadline,
+			 time_after(until, now) ? until - now : 0);
+}
+
+/*
  * The connection could not be made or broke before the consumer ended it:
  * the QP goes to ERROR (flushing its WRs) and the consumer learns of it.
- * Nothing is raised when the QP was in ERROR or RESET already, the
- * consumer's doing.
+ * Nothing is raised when the consumer moved the QP on already (to ERROR,
+ * RESET or INIT) or dropped @attempt: see viw_qp_direct_error().
  */
-static bool viw_direct_fail(struct viw_qp *qp, int status)
+static bool viw_direct_fail(struct viw_qp *qp, const struct viw_cep *attempt,
+			    int status)
 {
-	if (!viw_qp_direct_error(qp))
+	if (!viw_qp_direct_error(qp, attempt))
 		return false;
 	ibdev_dbg(qp->ibqp.device, "QP %u: modify_qp connection failed: %d\n",
 		  qp->ibqp.qp_num, status);
@@ -133,10 +167,11 @@ static bool viw_direct_fail(struct viw_qp *qp, int status)
 }
 
 /* From the CM: a direct connect attempt failed. */
-static void viw_direct_failed(struct viw_qp *qp, int status)
+static void viw_direct_failed(struct viw_cep *cep, struct viw_qp *qp,
+			      int status)
 {
 	viw_count(qp->vdev, VIW_CNT_CONN_FAILED, 1);
-	viw_direct_fail(qp, status);
+	viw_direct_fail(qp, cep, status);
 }
 
 /*
@@ -145,18 +180,37 @@ static void viw_direct_failed(struct viw_qp *qp, int status)
  * last completion, and InfiniBand's RC QP notices a peer that left only
  * when it sends: a tool still polling for the completions of its last
  * exchange must not see them flushed.  So after a FIN with nothing in
- * flight the QP stays as it is (viw_qp_quiet_close); a reset, a
- * TERMINATE or a FIN with WRs in flight fails it now.
+ * flight the QP stays as it is (viw_qp_quiet_close).
+ *
+ * An acceptor's stream that the peer reset before sending anything on it
+ * is an attempt the peer gave up: it was reset while connecting, and its
+ * request reached this QP after it had dropped it (it connects again at
+ * once, and the two requests race).  If this QP sent nothing either, it
+ * waits for the next attempt, bounded as from its RTR.
+ *
+ * A reset, a TERMINATE or a FIN with WRs in flight fails the QP now.
  */
-static void viw_direct_lost(struct viw_qp *qp, bool graceful)
+static void viw_direct_lost(struct viw_cep *cep, struct viw_qp *qp,
+			    bool graceful)
 {
+	struct viw_direct_qp *dq = qp->direct;
+
 	if (graceful && viw_qp_quiet_close(qp)) {
 		ibdev_dbg(qp->ibqp.device,
 			  "QP %u: peer closed, QP fails at its next send\n",
 			  qp->ibqp.qp_num);
 		return;
 	}
-	viw_direct_fail(qp, -ECONNRESET);
+	if (!graceful && !dq->active && viw_cep_direct_peer_silent(cep) &&
+	    viw_qp_await_retry(qp)) {
+		ibdev_dbg(qp->ibqp.device,
+			  "QP %u: peer dropped its attempt, waiting for another\n",
+			  qp->ibqp.qp_num);
+		dq->start = jiffies;
+		viw_direct_arm(dq);
+		return;
+	}
+	viw_direct_fail(qp, NULL, -ECONNRESET);
 }
 
 static void viw_direct_deadline(struct work_struct *work)
@@ -166,10 +220,11 @@ static void viw_direct_deadline(struct work_struct *work)
 						deadline);
 
 	/*
-	 * The deadline is not cancelled when the QP enters ERROR: then it
-	 * finds nothing to fail, and counts nothing.
+	 * The deadline is not cancelled when the QP enters ERROR, RESET or
+	 * INIT: then it finds nothing to fail, and counts nothing.
 	 */
-	if (!READ_ONCE(dq->qp->cep) && viw_direct_fail(dq->qp, -ETIMEDOUT))
+	if (!READ_ONCE(dq->qp->cep) &&
+	    viw_direct_fail(dq->qp, NULL, -ETIMEDOUT))
 		viw_count(dq->qp->vdev, VIW_CNT_CONN_FAILED, 1);
 }
 
@@ -215,6 +270,7 @@ void viw_direct_prepare_reconnect(struct viw_qp *qp)
 	for (ms = 0; ms < VIW_DIRECT_REUSE_WAIT_MS && READ_ONCE(qp->cep); ms++)
 		usleep_range(1000, 2000);
 	cancel_delayed_work_sync(&dq->deadline);
+	cancel_work_sync(&dq->retake);
 	mutex_lock(&qp->state_lock);
 	connecting = qp->state == IB_QPS_INIT && !qp->cep ? qp->connecting : NULL;
 	if (connecting)
@@ -222,30 +278,6 @@ void viw_direct_prepare_reconnect(struct viw_qp *qp)
 	mutex_unlock(&qp->state_lock);
 	if (connecting)
 		viw_cep_put(connecting);
-}
-
-/*
- * How long the stream may take to come up: 4.096 us * 2^timeout per try,
- * retry_cnt + 1 tries, as the IB attributes say, within [4 s, 60 s].
- */
-static unsigned long viw_direct_bound(const struct viw_qp_ib_attrs *ib)
-{
-	u64 ns;
-
-	if (!ib->timeout)
-		return VIW_DIRECT_WAIT_DEFAULT;
-	ns = (4096ULL << min_t(u8, ib->timeout, 31)) * (ib->retry_cnt + 1);
-	return clamp_t(u64, nsecs_to_jiffies64(ns), VIW_DIRECT_WAIT_MIN,
-		       VIW_DIRECT_WAIT_MAX);
-}
-
-static void viw_direct_arm(struct viw_direct_qp *dq)
-{
-	unsigned long until = dq->start + viw_direct_bound(&dq->qp->ib);
-	unsigned long now = jiffies;
-
-	mod_delayed_work(system_wq, &dq->deadline,
-			 time_after(until, now) ? until - now : 0);
 }
 
 /* ---- modify_qp ------------------------------------------------------------ */
@@ -312,6 +344,7 @@ int viw_direct_modify(struct viw_qp *qp, struct ib_qp_attr *attr, int mask)
 	dq->active = active;
 	dq->start = jiffies;
 	INIT_DELAYED_WORK(&dq->deadline, viw_direct_deadline);
+	INIT_WORK(&dq->retake, viw_direct_retake);
 	viw_gid_to_sa(&sgid, ndev->ifindex, 0, &dq->laddr);
 	viw_gid_to_sa(&grh->dgid, ndev->ifindex, active ? VIW_DIRECT_PORT : 0,
 		      &dq->raddr);
@@ -352,8 +385,11 @@ static void viw_direct_fill(struct viw_direct_pdata *pd, u32 src, u32 dst)
 	pd->dst_qpn = cpu_to_be32(dst);
 }
 
-/* Does passive @qp expect the request in @cep?  dd->lock held. */
-static bool viw_direct_match(struct viw_qp *qp, struct viw_cep *cep)
+/*
+ * Is passive @qp accepting, and is @cep's request from the peer it
+ * expects?  It may have a stream already.  dd->lock held.
+ */
+static bool viw_direct_expects(struct viw_qp *qp, struct viw_cep *cep)
 {
 	struct viw_direct_qp *dq = qp->direct;
 	enum ib_qp_state state = READ_ONCE(qp->state);
@@ -362,7 +398,7 @@ static bool viw_direct_match(struct viw_qp *qp, struct viw_cep *cep)
 	/* A reset QP's old state accepts nothing. */
 	if (state != IB_QPS_RTR && state != IB_QPS_RTS)
 		return false;
-	if (!dq || dq->active || !dq->accepting || READ_ONCE(qp->cep))
+	if (!dq || dq->active || !dq->accepting)
 		return false;
 	viw_sa_to_gid(&cep->direct_peer, &peer);
 	return cep->direct_src == qp->ib.dest_qp_num &&
@@ -370,20 +406,36 @@ static bool viw_direct_match(struct viw_qp *qp, struct viw_cep *cep)
 }
 
 /*
+ * May passive @qp take the request in @cep now?  Not while it has a
+ * stream or is accepting another request: one accept at a time, so that
+ * no peer is sent an accepting reply that the QP then cannot honour.
+ * dd->lock held.
+ */
+static bool viw_direct_match(struct viw_qp *qp, struct viw_cep *cep)
+{
+	return !READ_ONCE(qp->cep) && viw_direct_expects(qp, cep) &&
+	       !qp->direct->taking;
+}
+
+/*
  * May a request for @qp wait?  Only until @qp reaches RTR as acceptor:
  * the QP may have no modify_qp state yet, or have it from a modify_qp
  * that has not yet started accepting.  A QP in ERROR, RESET or INIT whose
  * stream is gone may be reset and connect again (its peer recovering
- * first): the request waits for that too, bounded like any wait.
+ * first): the request waits for that too, bounded like any wait.  So
+ * does a request from the peer an acceptor expects while that acceptor
+ * has a stream, or is accepting another request: the peer was reset while
+ * connecting and connects again, and the stream is its attempt before,
+ * which it drops (viw_direct_lost()); if not, the request times out.
  * dd->lock held; the caller's QP reference keeps qp->direct.
  */
-static bool viw_direct_may_wait(struct viw_qp *qp)
+static bool viw_direct_may_wait(struct viw_qp *qp, struct viw_cep *cep)
 {
 	struct viw_direct_qp *dq = READ_ONCE(qp->direct);
 	enum ib_qp_state state = READ_ONCE(qp->state);
 
-	if (READ_ONCE(qp->cep))
-		return false;
+	if (READ_ONCE(qp->cep) || (dq && dq->taking))
+		return viw_direct_expects(qp, cep);
 	if (state != IB_QPS_RTR && state != IB_QPS_RTS)
 		return true;
 	return !dq || (!dq->active && !dq->accepting);
@@ -428,6 +480,31 @@ static void viw_direct_prune(struct viw_direct_dev *dd)
 	}
 }
 
+/*
+ * Accept @cep (lock held) for passive @qp: the one accept in flight,
+ * which the caller marked (dq->taking, under dd->lock).  The caller's QP
+ * reference goes to the CEP.  If the request is gone (the peer gave up
+ * before), the QP takes the next that waits, or waits for one until its
+ * deadline.
+ */
+static void viw_direct_take(struct viw_qp *qp, struct viw_cep *cep)
+{
+	struct viw_direct_dev *dd = qp->vdev->direct;
+	int rv;
+
+	viw_qp_get(qp);			/* ours, for after the accept */
+	rv = viw_direct_do_accept(cep, qp);
+	mutex_lock(&dd->lock);
+	qp->direct->taking = false;
+	mutex_unlock(&dd->lock);
+	if (rv) {
+		ibdev_dbg(qp->ibqp.device, "QP %u: waiting request gone: %d\n",
+			  qp->ibqp.qp_num, rv);
+		schedule_work(&qp->direct->retake);
+	}
+	viw_qp_put(qp);
+}
+
 /**
  * viw_direct_request - an MPA request arrived on the device's listener
  * @cep: its CEP, lock held, the request read
@@ -460,7 +537,8 @@ static void viw_direct_request(struct viw_cep *cep)
 	mutex_lock(&dd->lock);
 	if (viw_direct_match(qp, cep)) {
 		accept = true;
-	} else if (viw_direct_may_wait(qp) &&
+		qp->direct->taking = true;
+	} else if (viw_direct_may_wait(qp, cep) &&
 		   dd->num_pending < VIW_DIRECT_MAX_PENDING) {
 		/* The QP is not in RTR yet: the request waits for it. */
 		viw_cep_direct_hold(cep, VIW_DIRECT_WAIT_MAX);
@@ -473,41 +551,58 @@ static void viw_direct_request(struct viw_cep *cep)
 	mutex_unlock(&dd->lock);
 	if (accept) {
 		viw_cep_direct_hold(cep, VIW_DIRECT_WAIT_MAX);
-		/*
-		 * The QP reference goes to the CEP.  If the stream broke
-		 * meanwhile, the QP waits for another until its deadline.
-		 */
-		viw_direct_do_accept(cep, qp);
+		viw_direct_take(qp, cep);
 	} else if (qp) {
 		viw_qp_put(qp);
 		viw_cep_direct_reject(cep);
 	}
 }
 
-/* Passive @qp reached RTR: take a request that waits for it. */
-static void viw_direct_passive_start(struct viw_qp *qp)
+/*
+ * Passive @qp reached RTR (@start), or lost a stream its peer dropped and
+ * waits for the next: take a request that waits for it.
+ */
+static void viw_direct_take_pending(struct viw_qp *qp, bool start)
 {
 	struct viw_direct_dev *dd = qp->vdev->direct;
 	struct viw_cep *cep, *next, *found = NULL;
 	LIST_HEAD(reject);
-	int rv;
 
 	if (!dd)
 		return;
 	mutex_lock(&dd->lock);
-	qp->direct->accepting = true;
+	if (start)
+		qp->direct->accepting = true;
 	viw_direct_prune(dd);
 	list_for_each_entry_safe(cep, next, &dd->pending, pend_entry) {
 		if (cep->direct_dst != qp->ibqp.qp_num)
 			continue;
+		/*
+		 * One the QP cannot take now waits on if it may (for a
+		 * stream or an accept to end, or for the QP to reach RTR
+		 * again); another peer naming this QP is refused.
+		 */
+		if (!viw_direct_match(qp, cep)) {
+			if (viw_direct_may_wait(qp, cep))
+				continue;
+			list_del_init(&cep->pend_entry);
+			dd->num_pending--;
+			list_add_tail(&cep->pend_entry, &reject);
+			continue;
+		}
 		list_del_init(&cep->pend_entry);
 		dd->num_pending--;
-		/* Another peer naming this QP is refused. */
-		if (found || !viw_direct_match(qp, cep))
-			list_add_tail(&cep->pend_entry, &reject);
-		else
-			found = cep;
+		/*
+		 * The peer QP asked twice: it was reset and connects again,
+		 * and waits on its newest request (the list is in arrival
+		 * order).  The older one is refused.
+		 */
+		if (found)
+			list_add_tail(&found->pend_entry, &reject);
+		found = cep;
 	}
+	if (found)
+		qp->direct->taking = true;
 	mutex_unlock(&dd->lock);
 
 	list_for_each_entry_safe(cep, next, &reject, pend_entry) {
@@ -518,13 +613,28 @@ static void viw_direct_passive_start(struct viw_qp *qp)
 		return;
 	viw_qp_get(qp);
 	mutex_lock(&found->lock);
-	rv = viw_direct_do_accept(found, qp);
+	viw_direct_take(qp, found);
 	mutex_unlock(&found->lock);
 	viw_cep_put(found);
-	/* The peer gave up before: the QP waits for another attempt. */
-	if (rv)
-		ibdev_dbg(qp->ibqp.device, "QP %u: waiting request gone: %d\n",
-			  qp->ibqp.qp_num, rv);
+}
+
+static void viw_direct_retake(struct work_struct *work)
+{
+	struct viw_direct_qp *dq = container_of(work, struct viw_direct_qp,
+						retake);
+
+	viw_direct_take_pending(dq->qp, false);
+}
+
+/*
+ * From the CM: @qp has no stream any more.  If its peer dropped it and
+ * connects again, that request may be waiting already: take it, from a
+ * work item, without the old CEP's lock.
+ */
+static void viw_direct_detached(struct viw_qp *qp)
+{
+	if (READ_ONCE(qp->peer_retrying))
+		schedule_work(&qp->direct->retake);
 }
 
 /* ---- active side ----------------------------------------------------------- */
@@ -564,12 +674,12 @@ void viw_direct_start(struct viw_qp *qp)
 
 	viw_direct_arm(dq);
 	if (!dq->active) {
-		viw_direct_passive_start(qp);
+		viw_direct_take_pending(qp, true);
 		return;
 	}
 	rv = viw_direct_active_start(qp);
 	if (rv)
-		viw_direct_fail(qp, rv);
+		viw_direct_fail(qp, NULL, rv);
 }
 
 /* Reply of the acceptor: the marker and both QP numbers, swapped. */
@@ -579,6 +689,9 @@ static int viw_direct_check_reply(struct viw_cep *cep)
 	struct viw_qp *qp = cep->qp;
 	u16 len;
 
+	/* An attempt the QP dropped (reset, connecting again) ends here. */
+	if (READ_ONCE(qp->connecting) != cep)
+		return -ECONNABORTED;
 	pd = viw_cep_direct_pdata(cep, true, &len);
 	if (!pd || len < sizeof(*pd) || !viw_direct_pdata_ok(pd) ||
 	    be32_to_cpu(pd->src_qpn) != qp->ib.dest_qp_num ||
@@ -599,6 +712,7 @@ static const struct viw_cep_owner viw_direct_owner = {
 	.check_reply = viw_direct_check_reply,
 	.failed = viw_direct_failed,
 	.lost = viw_direct_lost,
+	.detached = viw_direct_detached,
 };
 
 /* destroy_qp, after the QP was released by its connection. */
@@ -609,6 +723,7 @@ void viw_direct_qp_destroy(struct viw_qp *qp)
 	if (!dq)
 		return;
 	cancel_delayed_work_sync(&dq->deadline);
+	cancel_work_sync(&dq->retake);
 	if (qp->connecting)
 		viw_cep_put(qp->connecting);
 	qp->connecting = NULL;

@@ -89,7 +89,8 @@ static void viw_qp_set_kflags(struct viw_qp *qp, u32 kflags)
  *   viw_qp_conn_lost()	the connection ended (CEP close, link down):
  *				only a QP still using it (RTS, SQD, SQE).
  *   viw_qp_direct_error()	a modify_qp connection failed: unless the
- *				consumer moved the QP to ERROR or RESET.
+ *				consumer moved the QP to ERROR, RESET or
+ *				INIT, or dropped the attempt that failed.
  *   viw_qp_fail()		from any context, the engines' way: defers to
  *				err_work, which sends the TERMINATE for
  *				@cause (in SQE) and then enters ERROR.
@@ -164,7 +165,8 @@ void viw_qp_enter_error(struct viw_qp *qp)
 void viw_qp_conn_lost(struct viw_qp *qp)
 {
 	mutex_lock(&qp->state_lock);
-	if (viw_qp_state_connected(qp->state) && !qp->peer_closed)
+	if (viw_qp_state_connected(qp->state) && !qp->peer_closed &&
+	    !qp->peer_retrying)
 		viw_qp_error_locked(qp);
 	mutex_unlock(&qp->state_lock);
 }
@@ -236,6 +238,7 @@ static void viw_qp_reset_locked(struct viw_qp *qp)
 {
 	viw_qp_store_state(qp, IB_QPS_RESET);
 	WRITE_ONCE(qp->peer_closed, false);
+	qp->peer_retrying = false;
 	viw_qp_set_kflags(qp, 0);
 	/* As in viw_qp_error_locked: a WQE posted meanwhile is discarded. */
 	smp_mb();
@@ -443,7 +446,7 @@ static int viw_rq_doorbell(struct viw_qp *qp)
  */
 static void viw_qp_send_after_close(struct viw_qp *qp)
 {
-	if (viw_qp_direct_error(qp))
+	if (viw_qp_direct_error(qp, NULL))
 		viw_qp_event(qp, IB_EVENT_QP_FATAL);
 }
 
@@ -504,8 +507,13 @@ static bool viw_qp_can_connect(struct viw_qp *qp, struct viw_cep *cep)
 {
 	if (qp->cep || !qp->direct != !cep->direct)
 		return false;
+	/*
+	 * A modify_qp initiator takes only the stream of its current
+	 * attempt: one it dropped when it was reset may still complete.
+	 */
 	if (qp->direct)
-		return qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS;
+		return (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS) &&
+		       (!cep->active || cep == qp->connecting);
 	return qp->state == IB_QPS_INIT || qp->state == IB_QPS_RTR;
 }
 
@@ -534,6 +542,7 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 	viw_cep_get(cep);
 	qp->cep = cep;
 	qp->sock = sock;
+	qp->peer_retrying = false;
 	qp->crc = conn->crc;
 	qp->mulpdu = conn->mulpdu;
 	qp->ord = conn->ord;
@@ -723,6 +732,38 @@ void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause)
 	viw_qp_fail(qp, NULL);
 }
 
+/*
+ * In RTR or RTS with nothing of the SQ in flight: no WQE being sent, no
+ * READ waiting for its response, nothing posted and not yet taken.
+ * state_lock and tx_lock held.
+ */
+static bool viw_qp_sq_quiet(struct viw_qp *qp)
+{
+	return (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS) &&
+	       !viw_tx_busy(qp) && viw_sq_idle(qp);
+}
+
+/*
+ * A modify_qp stream ended with nothing of the SQ in flight: the QP stays,
+ * marked as one whose peer closed, or (@peer_returns) as one that waits
+ * for the peer's next stream.  Return: whether it stays.
+ */
+static bool viw_qp_stream_end_quiet(struct viw_qp *qp, bool peer_returns)
+{
+	bool quiet;
+
+	mutex_lock(&qp->state_lock);
+	mutex_lock(&qp->tx_lock);
+	quiet = viw_qp_sq_quiet(qp);
+	if (quiet && peer_returns)
+		qp->peer_retrying = true;
+	else if (quiet)
+		WRITE_ONCE(qp->peer_closed, true);
+	mutex_unlock(&qp->tx_lock);
+	mutex_unlock(&qp->state_lock);
+	return quiet;
+}
+
 /**
  * viw_qp_quiet_close - a modify_qp connection's peer closed with a FIN
  * @qp: the QP
@@ -735,30 +776,47 @@ void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause)
  */
 bool viw_qp_quiet_close(struct viw_qp *qp)
 {
-	bool quiet;
-
-	mutex_lock(&qp->state_lock);
-	mutex_lock(&qp->tx_lock);
-	quiet = (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS) &&
-		!viw_tx_busy(qp) && viw_sq_idle(qp);
-	if (quiet)
-		WRITE_ONCE(qp->peer_closed, true);
-	mutex_unlock(&qp->tx_lock);
-	mutex_unlock(&qp->state_lock);
-	return quiet;
+	return viw_qp_stream_end_quiet(qp, false);
 }
 
-/*
- * A modify_qp connection failed or broke (viw_direct.c): the QP goes to
- * ERROR, unless the consumer moved it to ERROR or RESET already.  Returns
- * whether it did, under the same lock as the check.
+/**
+ * viw_qp_await_retry - a modify_qp acceptor's peer dropped the stream
+ *	before it sent anything on it
+ * @qp: the QP
+ *
+ * The peer gave up its attempt (it was reset while connecting, and
+ * connects again).  If nothing of the QP's SQ is in flight either, the
+ * stream carried nothing at all: the QP stays in RTR or RTS, as before
+ * its stream came, with its receives posted, and takes the peer's next
+ * stream (viw_direct.c bounds the wait).
+ * Return: whether it stays.
  */
-bool viw_qp_direct_error(struct viw_qp *qp)
+bool viw_qp_await_retry(struct viw_qp *qp)
+{
+	return viw_qp_stream_end_quiet(qp, true);
+}
+
+/**
+ * viw_qp_direct_error - a modify_qp connection failed or broke
+ *	(viw_direct.c): the QP goes to ERROR
+ * @qp: the QP
+ * @attempt: the connect attempt that failed, or NULL
+ *
+ * Not if the consumer moved the QP to ERROR or RESET already, nor in
+ * INIT: the CM reports the end of a connection some time after the
+ * consumer reset its QP, and a QP brought back to INIT has no connection
+ * of its own yet.  Nor if @attempt is not the QP's attempt any more: the
+ * QP was reset and connects again (viw_direct_prepare_reconnect()).
+ * Return: whether the QP moved, under the same lock as the checks.
+ */
+bool viw_qp_direct_error(struct viw_qp *qp, const struct viw_cep *attempt)
 {
 	bool moved;
 
 	mutex_lock(&qp->state_lock);
-	moved = qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET;
+	moved = qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET &&
+		qp->state != IB_QPS_INIT &&
+		(!attempt || attempt == qp->connecting);
 	if (moved)
 		viw_qp_error_locked(qp);
 	mutex_unlock(&qp->state_lock);

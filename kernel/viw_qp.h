@@ -136,6 +136,11 @@ struct viw_qp {
 	struct viw_cep *connecting;
 	bool direct_started;		/* viw_direct_start() was called */
 	bool peer_closed;		/* its stream ended by a FIN, quietly */
+	/*
+	 * modify_qp acceptor: the peer dropped the stream before it sent
+	 * anything on it, and the QP waits for its next attempt.
+	 */
+	bool peer_retrying;
 	/* The peer is a viw that agreed on Immediate Data (viw_direct.c). */
 	bool peer_imm;
 	/* ... and on acknowledgements: SENDs and WRITEs complete on them */
@@ -191,10 +196,11 @@ bool viw_qp_llp_close(struct viw_qp *qp);
 void viw_qp_fail(struct viw_qp *qp, const struct viw_term_cause *cause);
 void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause);
 bool viw_qp_term_sent(struct viw_qp *qp);
-bool viw_qp_direct_error(struct viw_qp *qp);
+bool viw_qp_direct_error(struct viw_qp *qp, const struct viw_cep *attempt);
 void viw_qp_rtr_received(struct viw_qp *qp);
 void viw_qp_event(struct viw_qp *qp, enum ib_event_type type);
 bool viw_qp_quiet_close(struct viw_qp *qp);
+bool viw_qp_await_retry(struct viw_qp *qp);
 void viw_qp_poll_doorbells(struct viw_device *vdev);
 void viw_qp_sq_doorbell(struct viw_qp *qp);
 void viw_qp_rq_doorbell(struct viw_qp *qp);

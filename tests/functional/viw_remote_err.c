@@ -26,12 +26,33 @@
  *                connect again (b first, as pyverbs' restate does): the
  *                flush's CQE went with the RESET, and a SEND and a WRITE
  *                complete with success
+ *   reset_again  ROUNDS times: b's consumer ends a working connection
+ *                (ERROR), and at once both QPs go through RESET and
+ *                connect again; the end of the old stream, reported by
+ *                the CM some time later, must not fail a QP that is back
+ *                in INIT or RTR, and a SEND goes through each new one
+ *   reset_connecting
+ *                ROUNDS times, on new QPs: a (the side that connects when
+ *                its GID is the smaller, as in the VM test) goes to RTS
+ *                while b is still in INIT, so that its request waits at
+ *                b; a is reset and connects again at once; then b goes to
+ *                RTR and RTS.  The attempt a dropped must not fail its
+ *                new one, b takes a's newest request, and a SEND goes
+ *                through
+ *   abandoned    on new QPs, b (the acceptor) in RTS: a raw TCP client
+ *                from a's address sends b a modify_qp MPA request that
+ *                names a's QP, reads b's reply and resets the stream
+ *                without sending anything, as a QP reset while connecting
+ *                does.  b stays in RTS and waits for the peer's next
+ *                attempt; a's QP then connects and a SEND goes through
  *
  * Output: "PASS name" / "FAIL name: why" lines, "N passed, N failed".
  */
+#include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
 #include <getopt.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +66,17 @@
 #define FILL_A		0xa5
 #define FILL_B		0x5b
 #define WAIT_MS		10000
+#define ROUNDS		12
+/*
+ * A modify_qp connection's MPA request (RFC 5044, 7.1): the key, flags 0
+ * (no markers, no CRC asked), revision 1, and viw's private data (the
+ * marker "viwD", version 1, flags, reserved, source and destination QP),
+ * which kernel/viw_cm.h defines.  The device listens on port 20886.
+ */
+#define DIRECT_PORT	20886
+#define MPA_HDR_LEN	20
+#define DIRECT_PD_LEN	16
+#define MPA_F_REJECT	0x20
 
 struct side {
 	struct ibv_context *ctx;
@@ -109,8 +141,8 @@ static struct ibv_qp *new_qp(struct side *s)
 	return qp;
 }
 
-/* Fresh QPs on both sides, connected: a scenario may leave them in ERROR. */
-static int connect_pair(struct side *a, struct side *b, int gid_index)
+/* Fresh QPs on both sides, in INIT: whether both were created. */
+static bool renew_qps(struct side *a, struct side *b)
 {
 	if (a->qp)
 		ibv_destroy_qp(a->qp);
@@ -118,7 +150,13 @@ static int connect_pair(struct side *a, struct side *b, int gid_index)
 		ibv_destroy_qp(b->qp);
 	a->qp = new_qp(a);
 	b->qp = new_qp(b);
-	if (!a->qp || !b->qp ||
+	return a->qp && b->qp;
+}
+
+/* Fresh QPs on both sides, connected: a scenario may leave them in ERROR. */
+static int connect_pair(struct side *a, struct side *b, int gid_index)
+{
+	if (!renew_qps(a, b) ||
 	    vt_qp_to_rtr(a->qp, gid_index, &b->gid, b->qp->qp_num) ||
 	    vt_qp_to_rtr(b->qp, gid_index, &a->gid, a->qp->qp_num) ||
 	    vt_qp_to_rts(a->qp, 14, 7) || vt_qp_to_rts(b->qp, 14, 7))
@@ -346,16 +384,26 @@ static void scenario_bad_recv(struct side *a, struct side *b)
 	expect_wcs("bad_recv: receive LOC_PROT_ERR", b, rids, rwant, 1);
 }
 
-static int restate_one(struct side *s, struct side *peer, int gid_index)
+/* @s from INIT to RTR and RTS, towards @peer: NULL, or the step failed. */
+static const char *to_rts(struct side *s, struct side *peer, int gid_index)
+{
+	if (vt_qp_to_rtr(s->qp, gid_index, &peer->gid, peer->qp->qp_num))
+		return "RTR";
+	return vt_qp_to_rts(s->qp, 14, 7) ? "RTS" : NULL;
+}
+
+/* RESET, then INIT, RTR and RTS again; on failure, which step failed. */
+static const char *restate_one(struct side *s, struct side *peer,
+			       int gid_index)
 {
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RESET };
 
-	if (ibv_modify_qp(s->qp, &attr, IBV_QP_STATE) ||
-	    vt_qp_to_init(s->qp, IBV_ACCESS_REMOTE_WRITE |
-			  IBV_ACCESS_REMOTE_READ) ||
-	    vt_qp_to_rtr(s->qp, gid_index, &peer->gid, peer->qp->qp_num))
-		return -1;
-	return vt_qp_to_rts(s->qp, 14, 7);
+	if (ibv_modify_qp(s->qp, &attr, IBV_QP_STATE))
+		return "RESET";
+	if (vt_qp_to_init(s->qp, IBV_ACCESS_REMOTE_WRITE |
+			  IBV_ACCESS_REMOTE_READ))
+		return "INIT";
+	return to_rts(s, peer, gid_index);
 }
 
 /* After scenario_bad_recv: the same QPs, reset and connected again. */
@@ -370,11 +418,24 @@ static void scenario_restate(struct side *a, struct side *b, int gid_index)
 
 	struct ibv_sge sge = { (uintptr_t)a->buf + DST_OFF, MSG, a->mr->lkey };
 
+	const char *step;
+
 	/* a flushed receive: its CQE must go with the RESET */
 	if (vt_wait_qp_state(a->qp, IBV_QPS_ERR, WAIT_MS) != IBV_QPS_ERR ||
-	    vt_post_recv(a->qp, 99, &sge, 1) ||
-	    restate_one(b, a, gid_index) || restate_one(a, b, gid_index)) {
-		vt_fail("restate", "RESET and connect again: %s",
+	    vt_post_recv(a->qp, 99, &sge, 1)) {
+		vt_fail("restate", "a in ERROR, and a receive posted: %s",
+			strerror(errno));
+		return;
+	}
+	step = restate_one(b, a, gid_index);
+	if (step) {
+		vt_fail("restate", "b: modify_qp to %s: %s", step,
+			strerror(errno));
+		return;
+	}
+	step = restate_one(a, b, gid_index);
+	if (step) {
+		vt_fail("restate", "a: modify_qp to %s: %s", step,
 			strerror(errno));
 		return;
 	}
@@ -388,6 +449,218 @@ static void scenario_restate(struct side *a, struct side *b, int gid_index)
 	expect_wcs("restate: the receive", b, rids, ok, 1);
 	vt_check(landed(b, 0, FILL_A) && landed(b, 1, FILL_A),
 		 "restate: data placed", "a message is missing");
+}
+
+/*
+ * One SEND from a into a receive of b, which b posts now unless it did
+ * before (@recv_posted).  Return: NULL if both complete with success,
+ * else what went wrong.
+ */
+static const char *send_one(struct side *a, struct side *b, bool recv_posted)
+{
+	static const struct op send = { IBV_WR_SEND, 0, 0, true };
+	struct ibv_wc wc;
+
+	if ((!recv_posted && post_recv_at(b, 40, dst(b, 0), MSG)) ||
+	    post_ops(a, &send, 1))
+		return "posting the SEND or its receive failed";
+	if (vt_poll_cq_until(a->cq, &wc, 1, vt_deadline_in(WAIT_MS)) != 1)
+		return "no SEND completion";
+	if (wc.status != IBV_WC_SUCCESS)
+		return vt_wc_status_name(wc.status);
+	if (vt_poll_cq_until(b->cq, &wc, 1, vt_deadline_in(WAIT_MS)) != 1)
+		return "no receive completion";
+	return wc.status == IBV_WC_SUCCESS ? NULL :
+	       vt_wc_status_name(wc.status);
+}
+
+/* After scenario_restate: the same QPs, connected. */
+static void scenario_reset_again(struct side *a, struct side *b,
+				 int gid_index)
+{
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+	const char *who = "", *step = NULL;
+	int round;
+
+	for (round = 1; round <= ROUNDS && !step; round++) {
+		who = "b: modify_qp to";
+		step = ibv_modify_qp(b->qp, &err, IBV_QP_STATE) ? "ERROR" :
+		       restate_one(b, a, gid_index);
+		if (!step) {
+			who = "a: modify_qp to";
+			step = restate_one(a, b, gid_index);
+		}
+		if (!step) {
+			who = "SEND";
+			step = send_one(a, b, false);
+		}
+	}
+	vt_check(!step, "reset_again: each new connection works",
+		 "round %d: %s %s (errno: %s)", round - 1, who, step,
+		 strerror(errno));
+}
+
+/* On new QPs: a is reset while its first attempt waits at b. */
+static void scenario_reset_connecting(struct side *a, struct side *b,
+				      int gid_index)
+{
+	const char *who = "", *step = NULL;
+	int round;
+
+	for (round = 1; round <= ROUNDS && !step; round++) {
+		who = "new QPs:";
+		step = renew_qps(a, b) ? NULL : "ibv_create_qp";
+		if (!step) {
+			who = "a, first attempt: modify_qp to";
+			step = to_rts(a, b, gid_index);
+		}
+		if (!step) {
+			who = "a, reset and again: modify_qp to";
+			step = restate_one(a, b, gid_index);
+		}
+		if (!step) {
+			who = "b: modify_qp to";
+			step = to_rts(b, a, gid_index);
+		}
+		if (!step) {
+			who = "SEND";
+			step = send_one(a, b, false);
+		}
+	}
+	vt_check(!step, "reset_connecting: the new attempt connects",
+		 "round %d: %s %s (errno: %s)", round - 1, who, step,
+		 strerror(errno));
+}
+
+/* @s's address, from its GID (IPv4-mapped or IPv6), port @port. */
+static socklen_t side_addr(const struct side *s, uint16_t port,
+			   struct sockaddr_storage *ss)
+{
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (!memcmp(s->gid.raw, v4mapped, sizeof(v4mapped))) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, s->gid.raw + 12, 4);
+		return sizeof(*sin);
+	}
+	sin6->sin6_family = AF_INET6;
+	sin6->sin6_port = htons(port);
+	memcpy(&sin6->sin6_addr, s->gid.raw, 16);
+	return sizeof(*sin6);
+}
+
+static int read_all(int fd, uint8_t *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, buf + got, len - got);
+
+		if (n <= 0)
+			return -1;
+		got += n;
+	}
+	return 0;
+}
+
+/*
+ * A raw TCP client from @from's address asks @to, as @from's QP, for a
+ * modify_qp connection, reads the accepting reply, and resets the stream
+ * without sending anything more.  Return: NULL, or what went wrong.
+ */
+static const char *abandon_attempt(struct side *from, struct side *to)
+{
+	uint8_t req[MPA_HDR_LEN + DIRECT_PD_LEN] = "MPA ID Req Frame";
+	uint8_t rep[MPA_HDR_LEN + 256];
+	uint32_t src = htobe32(from->qp->qp_num), dst = htobe32(to->qp->qp_num);
+	struct linger reset = { .l_onoff = 1, .l_linger = 0 };
+	struct sockaddr_storage laddr, raddr;
+	socklen_t llen = side_addr(from, 0, &laddr);
+	socklen_t rlen = side_addr(to, DIRECT_PORT, &raddr);
+	const char *why = NULL;
+	uint16_t pd_len;
+	int fd;
+
+	req[16] = 0;				/* M, C, R: none */
+	req[17] = 1;				/* revision */
+	req[18] = 0;
+	req[19] = DIRECT_PD_LEN;
+	memcpy(req + 20, "viwD", 4);
+	req[24] = 1;				/* version */
+	memcpy(req + 28, &src, 4);
+	memcpy(req + 32, &dst, 4);
+
+	fd = socket(laddr.ss_family, SOCK_STREAM, 0);
+	if (fd < 0)
+		return "socket";
+	if (bind(fd, (struct sockaddr *)&laddr, llen) ||
+	    connect(fd, (struct sockaddr *)&raddr, rlen))
+		why = "bind or connect";
+	else if (write(fd, req, sizeof(req)) != (ssize_t)sizeof(req))
+		why = "sending the MPA request";
+	else if (read_all(fd, rep, MPA_HDR_LEN) ||
+		 memcmp(rep, "MPA ID Rep Frame", 16))
+		why = "no MPA reply";
+	else if (rep[16] & MPA_F_REJECT)
+		why = "the request was rejected";
+	pd_len = (uint16_t)(rep[18] << 8 | rep[19]);
+	if (!why && (pd_len > sizeof(rep) - MPA_HDR_LEN ||
+		     read_all(fd, rep + MPA_HDR_LEN, pd_len)))
+		why = "the reply's private data";
+	if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset)) &&
+	    !why)
+		why = "SO_LINGER";
+	close(fd);
+	return why;
+}
+
+/* On new QPs: a request from a's address, dropped before anything else. */
+static void scenario_abandoned(struct side *a, struct side *b, int gid_index)
+{
+	const char *who = "new QPs:", *step;
+	int state;
+
+	/* b accepts only if its GID is the larger (viw_direct.c). */
+	if (memcmp(a->gid.raw, b->gid.raw, sizeof(a->gid.raw)) > 0) {
+		vt_info("abandoned: skipped, b's GID is the smaller");
+		return;
+	}
+	step = renew_qps(a, b) ? NULL : "ibv_create_qp";
+	if (!step) {
+		who = "b: modify_qp to";
+		step = to_rts(b, a, gid_index);
+	}
+	/* a receive posted before: it stays, for the next stream */
+	if (!step && post_recv_at(b, 40, dst(b, 0), MSG)) {
+		who = "b:";
+		step = "posting a receive";
+	}
+	if (!step) {
+		who = "raw client:";
+		step = abandon_attempt(a, b);
+	}
+	if (step) {
+		vt_fail("abandoned", "%s %s: %s", who, step, strerror(errno));
+		return;
+	}
+	/* time for the reset to reach b and for b to act on it */
+	usleep(300 * 1000);
+	state = vt_qp_state(b->qp);
+	vt_check(state == IBV_QPS_RTS, "abandoned: b stays in RTS",
+		 "b is in %s", vt_qp_state_str(state));
+	who = "a: modify_qp to";
+	step = to_rts(a, b, gid_index);
+	if (!step) {
+		who = "SEND";
+		step = send_one(a, b, true);
+	}
+	vt_check(!step,
+		 "abandoned: the next attempt connects, the earlier receive takes its SEND",
+		 "%s %s (errno: %s)", who, step, strerror(errno));
 }
 
 static void reset_bufs(struct side *a, struct side *b)
@@ -418,8 +691,12 @@ static int run(const char *dev_a, const char *dev_b, int gid_index)
 		}
 		scenarios[i](&a, &b);
 	}
-	if (i == sizeof(scenarios) / sizeof(scenarios[0]))
+	if (i == sizeof(scenarios) / sizeof(scenarios[0])) {
 		scenario_restate(&a, &b, gid_index);
+		scenario_reset_again(&a, &b, gid_index);
+		scenario_reset_connecting(&a, &b, gid_index);
+		scenario_abandoned(&a, &b, gid_index);
+	}
 out:
 	side_close(&a);
 	side_close(&b);

@@ -9,7 +9,10 @@
 #   in order with its data placed; a WRITE to a bad rkey fails with
 #   REM_ACCESS_ERR while the WRITE before it succeeds and the one after is
 #   flushed; a WRITE without remote write access REM_ACCESS_ERR; a SEND
-#   into a bad receive REM_OP_ERR, the receive LOC_PROT_ERR;
+#   into a bad receive REM_OP_ERR, the receive LOC_PROT_ERR; QPs reset
+#   after an error, or while connecting, connect again, and an acceptor
+#   whose peer dropped its stream unused waits for the next one
+#   (docs/semantics.md section 8, "Reset and connect again");
 # - the acknowledgement counters count them, and an rdma_cm connection
 #   (whose private data is the consumer's) sends none;
 # - ibv_rc_pingpong still ends cleanly on both sides: each side's last
