@@ -201,7 +201,7 @@ static void viw_direct_lost(struct viw_cep *cep, struct viw_qp *qp,
 			  qp->ibqp.qp_num);
 		return;
 	}
-	if (!graceful && !dq->active && viw_cep_direct_peer_silent(cep) &&
+	if (!graceful && viw_cep_direct_peer_silent(cep) &&
 	    viw_qp_await_retry(qp)) {
 		ibdev_dbg(qp->ibqp.device,
 			  "QP %u: peer dropped its attempt, waiting for another\n",
@@ -561,6 +561,14 @@ static void viw_direct_request(struct viw_cep *cep)
 /*
  * Passive @qp reached RTR (@start), or lost a stream its peer dropped and
  * waits for the next: take a request that waits for it.
+ *
+ * The peer QP may have asked twice: it was reset and connects again, and
+ * waits on its newest request.  The list is in the order the CEPs' work
+ * items read the requests, which two CPUs may swap, so the last one is
+ * only likely to be the newest.  It is taken, and the others wait on: the
+ * peer's reset of the attempt it dropped ends that one (pruned), and if
+ * the one taken was the dropped attempt, its accept fails or its stream
+ * is reset unused, and the QP takes the next (viw_direct_lost()).
  */
 static void viw_direct_take_pending(struct viw_qp *qp, bool start)
 {
@@ -577,32 +585,25 @@ static void viw_direct_take_pending(struct viw_qp *qp, bool start)
 	list_for_each_entry_safe(cep, next, &dd->pending, pend_entry) {
 		if (cep->direct_dst != qp->ibqp.qp_num)
 			continue;
+		if (viw_direct_match(qp, cep)) {
+			found = cep;
+			continue;
+		}
 		/*
 		 * One the QP cannot take now waits on if it may (for a
 		 * stream or an accept to end, or for the QP to reach RTR
 		 * again); another peer naming this QP is refused.
 		 */
-		if (!viw_direct_match(qp, cep)) {
-			if (viw_direct_may_wait(qp, cep))
-				continue;
-			list_del_init(&cep->pend_entry);
-			dd->num_pending--;
-			list_add_tail(&cep->pend_entry, &reject);
+		if (viw_direct_may_wait(qp, cep))
 			continue;
-		}
-		list_del_init(&cep->pend_entry);
+		list_move_tail(&cep->pend_entry, &reject);
 		dd->num_pending--;
-		/*
-		 * The peer QP asked twice: it was reset and connects again,
-		 * and waits on its newest request (the list is in arrival
-		 * order).  The older one is refused.
-		 */
-		if (found)
-			list_add_tail(&found->pend_entry, &reject);
-		found = cep;
 	}
-	if (found)
+	if (found) {
+		list_del_init(&found->pend_entry);
+		dd->num_pending--;
 		qp->direct->taking = true;
+	}
 	mutex_unlock(&dd->lock);
 
 	list_for_each_entry_safe(cep, next, &reject, pend_entry) {

@@ -45,6 +45,13 @@
  *                without sending anything, as a QP reset while connecting
  *                does.  b stays in RTS and waits for the peer's next
  *                attempt; a's QP then connects and a SEND goes through
+ *   swapped      on new QPs, b in INIT: a goes to RTS, so that its request
+ *                waits at b, and then a raw client sends b another
+ *                request as a's QP.  b goes to RTS and takes the later
+ *                one; the raw client reads the reply and resets the
+ *                stream, as an attempt a dropped would.  b must not have
+ *                refused a's own request: a connects and a SEND goes
+ *                through
  *
  * Output: "PASS name" / "FAIL name: why" lines, "N passed, N failed".
  */
@@ -56,6 +63,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "viw_test.h"
@@ -569,21 +577,18 @@ static int read_all(int fd, uint8_t *buf, size_t len)
 
 /*
  * A raw TCP client from @from's address asks @to, as @from's QP, for a
- * modify_qp connection, reads the accepting reply, and resets the stream
- * without sending anything more.  Return: NULL, or what went wrong.
+ * modify_qp connection: the stream in *@fd, whose reads give up after
+ * WAIT_MS.  Return: NULL, or what went wrong (nothing is left open then).
  */
-static const char *abandon_attempt(struct side *from, struct side *to)
+static const char *raw_request(struct side *from, struct side *to, int *fd)
 {
 	uint8_t req[MPA_HDR_LEN + DIRECT_PD_LEN] = "MPA ID Req Frame";
-	uint8_t rep[MPA_HDR_LEN + 256];
 	uint32_t src = htobe32(from->qp->qp_num), dst = htobe32(to->qp->qp_num);
-	struct linger reset = { .l_onoff = 1, .l_linger = 0 };
 	struct sockaddr_storage laddr, raddr;
 	socklen_t llen = side_addr(from, 0, &laddr);
 	socklen_t rlen = side_addr(to, DIRECT_PORT, &raddr);
+	struct timeval rcv_wait = { .tv_sec = WAIT_MS / 1000 };
 	const char *why = NULL;
-	uint16_t pd_len;
-	int fd;
 
 	req[16] = 0;				/* M, C, R: none */
 	req[17] = 1;				/* revision */
@@ -594,16 +599,38 @@ static const char *abandon_attempt(struct side *from, struct side *to)
 	memcpy(req + 28, &src, 4);
 	memcpy(req + 32, &dst, 4);
 
-	fd = socket(laddr.ss_family, SOCK_STREAM, 0);
-	if (fd < 0)
+	*fd = socket(laddr.ss_family, SOCK_STREAM, 0);
+	if (*fd < 0)
 		return "socket";
-	if (bind(fd, (struct sockaddr *)&laddr, llen) ||
-	    connect(fd, (struct sockaddr *)&raddr, rlen))
+	if (setsockopt(*fd, SOL_SOCKET, SO_RCVTIMEO, &rcv_wait,
+		       sizeof(rcv_wait)))
+		why = "SO_RCVTIMEO";
+	else if (bind(*fd, (struct sockaddr *)&laddr, llen) ||
+		 connect(*fd, (struct sockaddr *)&raddr, rlen))
 		why = "bind or connect";
-	else if (write(fd, req, sizeof(req)) != (ssize_t)sizeof(req))
+	else if (write(*fd, req, sizeof(req)) != (ssize_t)sizeof(req))
 		why = "sending the MPA request";
-	else if (read_all(fd, rep, MPA_HDR_LEN) ||
-		 memcmp(rep, "MPA ID Rep Frame", 16))
+	if (why) {
+		close(*fd);
+		*fd = -1;
+	}
+	return why;
+}
+
+/*
+ * Read the accepting reply on raw stream @fd, then reset the stream
+ * without sending anything more, as a QP reset while connecting does.
+ * Return: NULL, or what went wrong.
+ */
+static const char *raw_drop_after_reply(int fd)
+{
+	uint8_t rep[MPA_HDR_LEN + 256];
+	struct linger reset = { .l_onoff = 1, .l_linger = 0 };
+	const char *why = NULL;
+	uint16_t pd_len;
+
+	if (read_all(fd, rep, MPA_HDR_LEN) ||
+	    memcmp(rep, "MPA ID Rep Frame", 16))
 		why = "no MPA reply";
 	else if (rep[16] & MPA_F_REJECT)
 		why = "the request was rejected";
@@ -618,17 +645,34 @@ static const char *abandon_attempt(struct side *from, struct side *to)
 	return why;
 }
 
+/* An attempt from @from's address to @to, dropped once @to accepted it. */
+static const char *abandon_attempt(struct side *from, struct side *to)
+{
+	const char *why;
+	int fd;
+
+	why = raw_request(from, to, &fd);
+	return why ? why : raw_drop_after_reply(fd);
+}
+
+/* Does b accept?  Only if its GID is the larger (viw_direct.c). */
+static bool b_accepts(const struct side *a, const struct side *b,
+		      const char *scenario)
+{
+	if (memcmp(a->gid.raw, b->gid.raw, sizeof(a->gid.raw)) < 0)
+		return true;
+	vt_info("%s: skipped, b's GID is the smaller", scenario);
+	return false;
+}
+
 /* On new QPs: a request from a's address, dropped before anything else. */
 static void scenario_abandoned(struct side *a, struct side *b, int gid_index)
 {
 	const char *who = "new QPs:", *step;
 	int state;
 
-	/* b accepts only if its GID is the larger (viw_direct.c). */
-	if (memcmp(a->gid.raw, b->gid.raw, sizeof(a->gid.raw)) > 0) {
-		vt_info("abandoned: skipped, b's GID is the smaller");
+	if (!b_accepts(a, b, "abandoned"))
 		return;
-	}
 	step = renew_qps(a, b) ? NULL : "ibv_create_qp";
 	if (!step) {
 		who = "b: modify_qp to";
@@ -660,6 +704,49 @@ static void scenario_abandoned(struct side *a, struct side *b, int gid_index)
 	}
 	vt_check(!step,
 		 "abandoned: the next attempt connects, the earlier receive takes its SEND",
+		 "%s %s (errno: %s)", who, step, strerror(errno));
+}
+
+/*
+ * On new QPs: a's request reaches b, still in INIT, and then the request
+ * of an attempt a drops, as when the requests of a QP reset while
+ * connecting and of its new attempt are read in the other order.  b takes
+ * the later one, the dropped attempt, and must not refuse a's.
+ */
+static void scenario_swapped(struct side *a, struct side *b, int gid_index)
+{
+	const char *who = "new QPs:", *step;
+	int fd = -1;
+
+	if (!b_accepts(a, b, "swapped"))
+		return;
+	step = renew_qps(a, b) ? NULL : "ibv_create_qp";
+	if (!step) {
+		who = "a: modify_qp to";
+		step = to_rts(a, b, gid_index);
+	}
+	/* time for b to read a's request, and then the raw one */
+	if (!step) {
+		usleep(300 * 1000);
+		who = "raw client:";
+		step = raw_request(a, b, &fd);
+	}
+	if (!step) {
+		usleep(300 * 1000);
+		who = "b: modify_qp to";
+		step = to_rts(b, a, gid_index);
+	}
+	if (!step) {
+		who = "raw client:";
+		step = raw_drop_after_reply(fd);
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	if (!step) {
+		who = "SEND";
+		step = send_one(a, b, false);
+	}
+	vt_check(!step, "swapped: a's attempt connects after b took the dropped one",
 		 "%s %s (errno: %s)", who, step, strerror(errno));
 }
 
@@ -696,6 +783,7 @@ static int run(const char *dev_a, const char *dev_b, int gid_index)
 		scenario_reset_again(&a, &b, gid_index);
 		scenario_reset_connecting(&a, &b, gid_index);
 		scenario_abandoned(&a, &b, gid_index);
+		scenario_swapped(&a, &b, gid_index);
 	}
 out:
 	side_close(&a);

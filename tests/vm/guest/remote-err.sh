@@ -11,7 +11,8 @@
 #   flushed; a WRITE without remote write access REM_ACCESS_ERR; a SEND
 #   into a bad receive REM_OP_ERR, the receive LOC_PROT_ERR; QPs reset
 #   after an error, or while connecting, connect again, and an acceptor
-#   whose peer dropped its stream unused waits for the next one
+#   whose peer dropped its stream unused waits for the next one, also
+#   when it took the dropped attempt's request before the live one's
 #   (docs/semantics.md section 8, "Reset and connect again");
 # - the acknowledgement counters count them, and an rdma_cm connection
 #   (whose private data is the consumer's) sends none;
