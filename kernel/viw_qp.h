@@ -285,6 +285,7 @@ void viw_rq_discard(struct viw_qp *qp);
 void viw_wq_set_kflags(struct viw_wq *wq, u32 kflags);
 void viw_sq_set_busy(struct viw_qp *qp, bool busy);
 bool viw_sq_has_posted(struct viw_qp *qp);
+bool viw_sq_posted_hint(struct viw_qp *qp);
 struct viw_sqe *viw_sq_take(struct viw_qp *qp);
 void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status);
 void viw_sq_fail_oldest(struct viw_qp *qp, u8 status);

@@ -144,19 +144,27 @@ bool viw_irq_push(struct viw_qp *qp, const struct viw_irq_entry *ent)
 	spin_lock_irqsave(&qp->rd_lock, flags);
 	if (qp->eng->irq_tail - qp->eng->irq_head < max_t(u8, qp->ird, 1)) {
 		qp->eng->irq[viw_rd_slot(qp->eng->irq_tail, VIW_MAX_IRD)] = *ent;
-		qp->eng->irq_tail++;
+		/* read without rd_lock by viw_irq_peek() */
+		WRITE_ONCE(qp->eng->irq_tail, qp->eng->irq_tail + 1);
 		ok = true;
 	}
 	spin_unlock_irqrestore(&qp->rd_lock, flags);
 	return ok;
 }
 
-/* Called by the transmit engine only, which is the sole consumer. */
+/*
+ * Called by the transmit engine only, which is the sole consumer, between
+ * its messages.  Most looks find no READ waiting, and they take no lock:
+ * a READ queued after the look kicks the engine (viw_rx_queue_inbound()),
+ * which then looks again.
+ */
 struct viw_irq_entry *viw_irq_peek(struct viw_qp *qp)
 {
 	struct viw_irq_entry *ent = NULL;
 	unsigned long flags;
 
+	if (READ_ONCE(qp->eng->irq_head) == READ_ONCE(qp->eng->irq_tail))
+		return NULL;
 	spin_lock_irqsave(&qp->rd_lock, flags);
 	if (qp->eng->irq_head != qp->eng->irq_tail)
 		ent = &qp->eng->irq[viw_rd_slot(qp->eng->irq_head, VIW_MAX_IRD)];
@@ -175,7 +183,7 @@ struct viw_mr *viw_irq_pop(struct viw_qp *qp)
 	ent = &qp->eng->irq[viw_rd_slot(qp->eng->irq_head, VIW_MAX_IRD)];
 	mr = ent->mr;
 	ent->mr = NULL;
-	qp->eng->irq_head++;
+	WRITE_ONCE(qp->eng->irq_head, qp->eng->irq_head + 1);
 	spin_unlock_irqrestore(&qp->rd_lock, flags);
 	return mr;
 }
@@ -193,7 +201,7 @@ void viw_rd_reset(struct viw_qp *qp)
 		if (ent->mr)
 			viw_mr_put(ent->mr);
 		ent->mr = NULL;
-		qp->eng->irq_head++;
+		WRITE_ONCE(qp->eng->irq_head, qp->eng->irq_head + 1);
 	}
 	qp->eng->orq_head = qp->eng->orq_tail;
 	spin_unlock_irqrestore(&qp->rd_lock, flags);

@@ -92,9 +92,15 @@ void viw_tx_exit(void)
  * for another QP's peer.  A work item's run may block on a peer that does
  * not read; its kicks are queued.
  *
- * One context per CPU; the owner stays on its CPU (migrate_disable()) so
- * that only it and the softirqs on top of it touch the context, and it
- * keeps those out with local_bh_disable().
+ * One context per CPU.  A doorbell takes the one of the CPU it starts on,
+ * if no other run holds it, and keeps it for its whole run, even if the
+ * scheduler moves it to another CPU meanwhile: pinning the run to its CPU
+ * (migrate_disable()) cost more than the kicks it kept local, whenever
+ * the run was switched out.  A kick is noted only in the owner's own
+ * context on the context's CPU (viw_tx_chain_note()), so only the owner
+ * and the softirqs on top of it there touch the context, and
+ * local_bh_disable() keeps those out.  Once moved, the owner's kicks go to
+ * the work items.
  */
 #define VIW_TX_CHAIN_QPS	8
 #define VIW_TX_CHAIN_ROUNDS	4
@@ -127,7 +133,7 @@ static bool viw_tx_chain_note(struct viw_qp *qp)
 		return false;
 	local_bh_disable();
 	chain = this_cpu_ptr(&viw_tx_chain);
-	if (chain->owner == current) {
+	if (READ_ONCE(chain->owner) == current) {
 		if (viw_tx_chain_has(chain, qp))
 			noted = true;
 		else if (chain->nr < VIW_TX_CHAIN_QPS &&
@@ -150,58 +156,77 @@ void viw_tx_kick(struct viw_qp *qp)
  * Start collecting the kicks of a doorbell's run.  Returns the context if
  * the caller owns it now, or NULL if another task does (one that was
  * preempted in its run): that run's kicks then stay its own, and this
- * run's go to the work items.
+ * run's go to the work items.  Other CPUs read the owner when they look
+ * for their own (viw_tx_chain_mine()).
  */
 static struct viw_tx_chain *viw_tx_chain_begin(void)
 {
 	struct viw_tx_chain *chain;
 
-	migrate_disable();
 	local_bh_disable();
 	chain = this_cpu_ptr(&viw_tx_chain);
-	if (chain->owner)
+	/* Pairs with the release in viw_tx_chain_end(), maybe on another CPU. */
+	if (smp_load_acquire(&chain->owner))
 		chain = NULL;
 	else
-		chain->owner = current;
+		WRITE_ONCE(chain->owner, current);
 	local_bh_enable();
-	if (!chain)
-		migrate_enable();
 	return chain;
 }
 
 /* Take the noted QPs out of the context, into @qps; returns how many. */
-static unsigned int viw_tx_chain_take(struct viw_tx_chain *chain,
-				      struct viw_qp **qps)
+static unsigned int viw_tx_chain_take_locked(struct viw_tx_chain *chain,
+					     struct viw_qp **qps)
 {
-	unsigned int nr;
+	unsigned int nr = chain->nr;
 
-	local_bh_disable();
-	nr = chain->nr;
 	memcpy(qps, chain->qp, nr * sizeof(*qps));
 	chain->nr = 0;
-	local_bh_enable();
 	return nr;
 }
 
-/*
- * The owner is about to sleep, or to give the context up: the work items
- * run what it noted, so that no engine waits for the owner's socket.
- */
-static void viw_tx_chain_hand_over(void)
+/* Leave @nr taken QPs to their work items. */
+static void viw_tx_chain_queue(struct viw_qp **qps, unsigned int nr)
 {
-	struct viw_tx_chain *chain;
-	struct viw_qp *qps[VIW_TX_CHAIN_QPS];
-	unsigned int i, nr = 0;
+	unsigned int i;
 
-	local_bh_disable();
-	chain = this_cpu_ptr(&viw_tx_chain);
-	if (chain->owner == current)
-		nr = viw_tx_chain_take(chain, qps);
-	local_bh_enable();
 	for (i = 0; i < nr; i++) {
 		queue_work(viw_tx_wq, &qps[i]->tx_work);
 		viw_qp_put(qps[i]);
 	}
+}
+
+/* The context the caller owns, on whichever CPU; NULL if none. */
+static struct viw_tx_chain *viw_tx_chain_mine(void)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct viw_tx_chain *chain = per_cpu_ptr(&viw_tx_chain, cpu);
+
+		if (READ_ONCE(chain->owner) == current)
+			return chain;
+	}
+	return NULL;
+}
+
+/*
+ * The owner is about to sleep: the work items run what it noted, so that
+ * no engine waits for the owner's socket.  A rare path, which may look
+ * through every CPU's context.
+ */
+static void viw_tx_chain_hand_over(void)
+{
+	struct viw_tx_chain *chain = viw_tx_chain_mine();
+	struct viw_qp *qps[VIW_TX_CHAIN_QPS];
+	unsigned int nr;
+
+	if (!chain)
+		return;
+	local_bh_disable();
+	nr = viw_tx_chain_take_locked(chain, qps);
+	local_bh_enable();
+	viw_tx_chain_queue(qps, nr);
 }
 
 static bool viw_tx_run_direct(struct viw_qp *qp);
@@ -221,7 +246,12 @@ static void viw_tx_chain_run(struct viw_qp *qp)
 	queue_work(viw_tx_wq, &qp->tx_work);
 }
 
-/* The owner's run is over, its tx_lock released: run what it kicked. */
+/*
+ * The owner's run is over, its tx_lock released: run what it kicked, for
+ * a few rounds, then leave the rest to the work items.  The look that
+ * finds nothing noted gives the context up at once, so that no kick is
+ * noted after it: a lone doorbell pays one look.
+ */
 static void viw_tx_chain_end(struct viw_tx_chain *chain)
 {
 	struct viw_qp *qps[VIW_TX_CHAIN_QPS];
@@ -229,21 +259,25 @@ static void viw_tx_chain_end(struct viw_tx_chain *chain)
 
 	if (!chain)
 		return;
-	for (round = 0; round < VIW_TX_CHAIN_ROUNDS; round++) {
-		nr = viw_tx_chain_take(chain, qps);
+	for (round = 0; ; round++) {
+		local_bh_disable();
+		nr = viw_tx_chain_take_locked(chain, qps);
+		if (!nr || round == VIW_TX_CHAIN_ROUNDS) {
+			/* the take is done before the next owner notes */
+			smp_store_release(&chain->owner, NULL);
+		}
+		local_bh_enable();
+		if (round == VIW_TX_CHAIN_ROUNDS) {
+			viw_tx_chain_queue(qps, nr);
+			return;
+		}
 		if (!nr)
-			break;
+			return;
 		for (i = 0; i < nr; i++) {
 			viw_tx_chain_run(qps[i]);
 			viw_qp_put(qps[i]);
 		}
 	}
-	/* Past the rounds, the work items take over. */
-	local_bh_disable();
-	viw_tx_chain_hand_over();
-	chain->owner = NULL;
-	local_bh_enable();
-	migrate_enable();
 }
 
 static void viw_bvec_virt(struct bio_vec *bv, void *p, u32 len)
@@ -347,8 +381,9 @@ static int viw_tx_flush(struct viw_qp *qp)
 
 	if (!fpdus)
 		return 0;
+	/* a guess: a wrong one costs only a push (viw_tx_push()) */
 	qp->eng->tx_corked = qp->eng->tx_may_cork && !b->more &&
-			     viw_sq_has_posted(qp);
+			     viw_sq_posted_hint(qp);
 	if (b->more || qp->eng->tx_corked)
 		msg.msg_flags |= MSG_MORE;
 	/* The iterator's length is the sum of what bv[] describes. */
@@ -647,6 +682,11 @@ static bool viw_tx_start_wqe(struct viw_qp *qp)
 	struct viw_sqe *sqe;
 	u8 status;
 
+	/* Most runs end on a look that finds none: it takes no lock. */
+	if (!viw_sq_posted_hint(qp)) {
+		qp->eng->tx_starved = true;
+		return false;
+	}
 	spin_lock_irqsave(&qp->sq.lock, flags);
 	tx->index = qp->sq.fetch;
 	sqe = viw_sq_take(qp);

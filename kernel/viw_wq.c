@@ -87,7 +87,8 @@ static void *viw_wq_fetch(struct viw_wq *wq)
 			     wq->ring.slot_size))
 		return NULL;
 	*viw_wq_status(wq, wq->fetch) = VIW_CQE_SUCCESS;
-	wq->fetch++;
+	/* read without the queue's lock by viw_sq_posted_hint() */
+	WRITE_ONCE(wq->fetch, wq->fetch + 1);
 	return copy;
 }
 
@@ -247,6 +248,22 @@ bool viw_sq_has_posted(struct viw_qp *qp)
 								  sq->fetch)));
 	spin_unlock_irqrestore(&sq->lock, flags);
 	return posted;
+}
+
+/*
+ * A look at the SQ's fetch slot without sq.lock, for the transmit engine
+ * (tx_lock held), which alone moves fetch outside ERROR.  It may miss a
+ * WQE published meanwhile, as a look under the lock a moment earlier
+ * would, and it leaves the room to viw_sq_take(): a guess, which saves a
+ * lock where most looks find nothing, and which the engine's last look
+ * before it stops (viw_sq_has_posted()) makes good.
+ */
+bool viw_sq_posted_hint(struct viw_qp *qp)
+{
+	struct viw_wq *sq = &qp->sq;
+
+	return viw_rp_wqe_posted(viw_rp_wqe_flags(viw_ring_slot(&sq->ring,
+						READ_ONCE(sq->fetch))));
 }
 
 /* Take the next posted SQE for the engine.  Caller holds sq.lock. */
