@@ -9,7 +9,8 @@
 # (bench/postsplit.py).  The same events for every driver: its post_send
 # and its data_ready callback, TCP's send and receive, the veth transmit.
 # Writes split.tsv: repetition, module, test, perftest's typical latency,
-# posts measured, then the medians of write()'s total and of each part.
+# posts measured, then the mean of the middle half of the posts for
+# write()'s total and for each part.
 . "$(dirname "$0")/../tests/vm/lib.sh"
 
 T=/sys/kernel/tracing

@@ -268,6 +268,9 @@ void viw_poll_doorbell(struct viw_device *vdev);
 u32 *viw_poll_idle_knob(void);
 u32 *viw_poll_shared_knob(void);
 
+/* viw_qp.c: for tests */
+u32 *viw_qp_bind_delay_knob(void);
+
 /* viw_ring.c */
 int viw_qmem_alloc(struct viw_qmem *qm, size_t size);
 void viw_qmem_free(struct viw_qmem *qm);

@@ -114,6 +114,8 @@ void viw_debugfs_init(void)
 			   viw_poll_idle_knob());
 	debugfs_create_u32("poll_shared_us", 0644, viw_debugfs_root,
 			   viw_poll_shared_knob());
+	debugfs_create_u32("bind_delay_ms", 0600, viw_debugfs_root,
+			   viw_qp_bind_delay_knob());
 	debugfs_create_file("ceps", 0444, viw_debugfs_root, NULL,
 			    &viw_ceps_fops);
 }

@@ -9,6 +9,7 @@
  * order, with FLUSH_ERR.
  */
 #include <linux/capability.h>
+#include <linux/delay.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <rdma/ib_user_verbs.h>
@@ -517,6 +518,67 @@ static bool viw_qp_can_connect(struct viw_qp *qp, struct viw_cep *cep)
 	return qp->state == IB_QPS_INIT || qp->state == IB_QPS_RTR;
 }
 
+/*
+ * For tests, through debugfs bind_delay_ms (0, the default: no wait): how
+ * long viw_qp_bind_stream() waits, tx_lock held, once the socket is set,
+ * so that a test's doorbells surely come while a connection is being bound
+ * (tests/functional/viw_remote_err.c, bind_race).  At most a second.
+ */
+static u32 viw_qp_bind_delay_ms;
+
+u32 *viw_qp_bind_delay_knob(void)
+{
+	return &viw_qp_bind_delay_ms;
+}
+
+static void viw_qp_bind_delay(void)
+{
+	u32 ms = READ_ONCE(viw_qp_bind_delay_ms);
+
+	if (ms)
+		msleep(min(ms, 1000U));
+}
+
+/*
+ * Set up the new stream's state and publish its socket, under tx_lock: a
+ * modify_qp QP in RTR or RTS may run its transmit engine already, which
+ * waits only for the socket (viw_tx_step()).  The socket goes last, so
+ * that no doorbell frames a message with the last stream's MSNs, MPA CRC
+ * setting or FPDU size.  The initiator's RTR (RFC 6581, 3) is the
+ * stream's first FPDU: it goes out before tx_lock is released, so that
+ * neither a doorbell nor a kick can start the engine first.  The socket
+ * has only carried the MPA request, so the few bytes fit in its buffer.
+ * state_lock held.
+ */
+static int viw_qp_bind_stream(struct viw_qp *qp, struct socket *sock,
+			      const struct viw_qp_conn *conn)
+{
+	int rv = 0;
+
+	mutex_lock(&qp->tx_lock);
+	qp->peer_retrying = false;
+	qp->crc = conn->crc;
+	qp->mulpdu = conn->mulpdu;
+	qp->ord = conn->ord;
+	qp->ird = conn->ird;
+	/* One may use fewer READs than the peer allows, never more. */
+	if (qp->direct && qp->ib.max_rd_atomic)
+		qp->ord = min(qp->ord, qp->ib.max_rd_atomic);
+	qp->rtr_expected = conn->rtr_expect;
+	viw_engine_stream_start(qp);
+	qp->term_pending = false;
+	qp->term_sent = false;
+	qp->sock = sock;
+	viw_qp_bind_delay();
+	if (conn->rtr_send) {
+		rv = viw_tx_send_rtr(qp, conn->rtr_send);
+		if (rv)
+			qp->sock = NULL;
+	}
+	mutex_unlock(&qp->tx_lock);
+	return rv;
+}
+
 /**
  * viw_qp_connect - bind a QP to an established MPA connection
  * @qp: a QP in INIT or RTR
@@ -541,34 +603,12 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 	}
 	viw_cep_get(cep);
 	qp->cep = cep;
-	qp->sock = sock;
-	qp->peer_retrying = false;
-	qp->crc = conn->crc;
-	qp->mulpdu = conn->mulpdu;
-	qp->ord = conn->ord;
-	qp->ird = conn->ird;
-	/* One may use fewer READs than the peer allows, never more. */
-	if (qp->direct && qp->ib.max_rd_atomic)
-		qp->ord = min(qp->ord, qp->ib.max_rd_atomic);
-	qp->rtr_expected = conn->rtr_expect;
-	viw_engine_stream_start(qp);
-	qp->term_pending = false;
-	qp->term_sent = false;
-	/*
-	 * RFC 6581, 3: the initiator's RTR is its first FPDU.  Send it
-	 * while the QP is not yet in RTS, so that neither a doorbell nor a
-	 * kick can start the transmit engine first.  The socket has only
-	 * carried the MPA request, so the few bytes fit in its buffer.
-	 */
-	if (conn->rtr_send) {
-		rv = viw_tx_send_rtr(qp, conn->rtr_send);
-		if (rv) {
-			viw_rd_reset(qp);
-			qp->sock = NULL;
-			qp->cep = NULL;
-			viw_cep_put(cep);
-			goto out;
-		}
+	rv = viw_qp_bind_stream(qp, sock, conn);
+	if (rv) {
+		viw_rd_reset(qp);
+		qp->cep = NULL;
+		viw_cep_put(cep);
+		goto out;
 	}
 	reinit_completion(&qp->term_done);
 	viw_qp_set_kflags(qp, 0);

@@ -174,8 +174,12 @@ static struct viw_tx_chain *viw_tx_chain_begin(void)
 	return chain;
 }
 
-/* Take the noted QPs out of the context, into @qps; returns how many. */
-static unsigned int viw_tx_chain_take_locked(struct viw_tx_chain *chain,
+/*
+ * Take the noted QPs out of the context, into @qps; returns how many.
+ * The caller has BHs disabled: a softirq that kicks a QP on the
+ * context's CPU notes it there (viw_tx_chain_note()).
+ */
+static unsigned int viw_tx_chain_take_bh_off(struct viw_tx_chain *chain,
 					     struct viw_qp **qps)
 {
 	unsigned int nr = chain->nr;
@@ -224,7 +228,7 @@ static void viw_tx_chain_hand_over(void)
 	if (!chain)
 		return;
 	local_bh_disable();
-	nr = viw_tx_chain_take_locked(chain, qps);
+	nr = viw_tx_chain_take_bh_off(chain, qps);
 	local_bh_enable();
 	viw_tx_chain_queue(qps, nr);
 }
@@ -261,7 +265,7 @@ static void viw_tx_chain_end(struct viw_tx_chain *chain)
 		return;
 	for (round = 0; ; round++) {
 		local_bh_disable();
-		nr = viw_tx_chain_take_locked(chain, qps);
+		nr = viw_tx_chain_take_bh_off(chain, qps);
 		if (!nr || round == VIW_TX_CHAIN_ROUNDS) {
 			/* the take is done before the next owner notes */
 			smp_store_release(&chain->owner, NULL);
@@ -470,12 +474,16 @@ static int viw_tx_fpdu(struct viw_qp *qp, u32 hdr_len, int npay, u32 paylen,
 	return more ? 0 : viw_tx_flush(qp);
 }
 
-/* Send a zero-length message on its own: the MPA peer-to-peer RTR. */
+/*
+ * Send a zero-length message on its own: the MPA peer-to-peer RTR.
+ * tx_lock held, by viw_qp_connect() while it binds the stream.
+ */
 int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr)
 {
 	struct viw_ddp_hdr h = { .last = true };
 	int len, rv;
 
+	lockdep_assert_held(&qp->tx_lock);
 	switch (rtr) {
 	case VIW_RTR_WRITE0:
 		h.opcode = VIW_RDMAP_WRITE;
@@ -493,7 +501,6 @@ int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr)
 		break;
 	}
 
-	mutex_lock(&qp->tx_lock);
 	len = viw_ddp_encode(qp->eng->tx_buf + VIW_MPA_LEN_SIZE, VIW_MAX_HDR_LEN,
 			     &h);
 	if (len > 0 && rtr == VIW_RTR_READ0) {
@@ -509,7 +516,6 @@ int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr)
 		qp->eng->tx_msn_rreq++;
 	else if (!rv && rtr == VIW_RTR_SEND0)
 		qp->eng->tx_msn_send++;
-	mutex_unlock(&qp->tx_lock);
 	return rv;
 }
 

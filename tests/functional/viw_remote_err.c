@@ -5,7 +5,7 @@
  * responder refuses fails the requester's own WR, as on InfiniBand
  * (tests/vm/guest/remote-err.sh; docs/semantics.md section 13).
  *
- *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX]
+ *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-S bind_race]
  *
  * One process, a QP on each device, new QPs for each scenario:
  *   acked        SENDs, WRITEs, a WRITE with immediate and a READ behind
@@ -39,6 +39,16 @@
  *                RTR and RTS.  The attempt a dropped must not fail its
  *                new one, b takes a's newest request, and a SEND goes
  *                through
+ *   bind_race    (only with -S bind_race) RACE_ROUNDS times, on new QPs:
+ *                a goes to RTS and posts a SEND, which waits in its ring
+ *                for the connection, while a second thread rings a's SQ
+ *                doorbell (an empty post command) without pause; then b
+ *                goes to RTS.  A doorbell that comes while a's connection
+ *                is being bound must find no stream or all of the new one:
+ *                the SEND goes through (framed with another stream's MSN,
+ *                it fails REM_INV_REQ_ERR at b).  The window is a few
+ *                stores wide; the VM test widens it with debugfs
+ *                bind_delay_ms
  *   abandoned    on new QPs, b (the acceptor) in RTS: a raw TCP client
  *                from a's address sends b a modify_qp MPA request that
  *                names a's QP, reads b's reply and resets the stream
@@ -60,12 +70,15 @@
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "verbs_provider.h"
 #include "viw_test.h"
 
 #define BUF_SIZE	(64 << 10)
@@ -75,6 +88,7 @@
 #define FILL_B		0x5b
 #define WAIT_MS		10000
 #define ROUNDS		12
+#define RACE_ROUNDS	4
 /*
  * A modify_qp connection's MPA request (RFC 5044, 7.1): the key, flags 0
  * (no markers, no CRC asked), revision 1, and viw's private data (the
@@ -540,6 +554,102 @@ static void scenario_reset_connecting(struct side *a, struct side *b,
 		 strerror(errno));
 }
 
+/* A thread that rings a QP's SQ doorbell until told to stop. */
+struct doorbell_storm {
+	struct ibv_qp *qp;
+	pthread_t thread;
+	atomic_bool stop;
+	unsigned long rings;
+	int err;			/* the first failed ring's errno */
+};
+
+static void *doorbell_storm_run(void *arg)
+{
+	struct doorbell_storm *st = arg;
+	struct ibv_send_wr *bad;
+
+	while (!atomic_load(&st->stop)) {
+		/* The post command with no WR: the SQ doorbell alone. */
+		int rv = ibv_cmd_post_send(st->qp, NULL, &bad);
+
+		if (rv && !st->err)
+			st->err = rv;
+		st->rings++;
+	}
+	return NULL;
+}
+
+static int doorbell_storm_start(struct doorbell_storm *st, struct ibv_qp *qp)
+{
+	st->qp = qp;
+	st->rings = 0;
+	st->err = 0;
+	atomic_store(&st->stop, false);
+	return pthread_create(&st->thread, NULL, doorbell_storm_run, st);
+}
+
+static void doorbell_storm_stop(struct doorbell_storm *st)
+{
+	atomic_store(&st->stop, true);
+	pthread_join(st->thread, NULL);
+}
+
+/* One round of bind_race on new QPs: NULL, or what went wrong. */
+static const char *bind_race_round(struct side *a, struct side *b,
+				   int gid_index, struct doorbell_storm *st)
+{
+	static const struct op send = { IBV_WR_SEND, 0, 0, true };
+	const char *step = NULL, *b_step;
+	struct ibv_wc wc;
+
+	if (!renew_qps(a, b))
+		return "ibv_create_qp";
+	if (post_recv_at(b, 40, dst(b, 0), MSG))
+		return "b: posting the receive";
+	if (to_rts(a, b, gid_index))
+		return "a: modify_qp to RTR or RTS";
+	/* Not connected yet: the SEND waits in the ring. */
+	if (post_ops(a, &send, 1))
+		return "a: posting the SEND";
+	if (doorbell_storm_start(st, a->qp))
+		return "pthread_create";
+	/* A stray FPDU fails b at once, and its modify_qp to RTS then. */
+	b_step = to_rts(b, a, gid_index);
+	if (vt_poll_cq_until(a->cq, &wc, 1, vt_deadline_in(WAIT_MS)) != 1)
+		step = "no SEND completion";
+	else if (wc.status != IBV_WC_SUCCESS)
+		step = vt_wc_status_name(wc.status);
+	doorbell_storm_stop(st);
+	if (step)
+		return step;
+	if (b_step)
+		return "b: modify_qp to RTR or RTS";
+	if (st->err)
+		return "a doorbell failed";
+	if (vt_poll_cq_until(b->cq, &wc, 1, vt_deadline_in(WAIT_MS)) != 1)
+		return "no receive completion";
+	return wc.status == IBV_WC_SUCCESS ? NULL :
+	       vt_wc_status_name(wc.status);
+}
+
+/* On new QPs: doorbells race the binding of a's connection. */
+static void scenario_bind_race(struct side *a, struct side *b, int gid_index)
+{
+	struct doorbell_storm st = {};
+	unsigned long rings = 0;
+	const char *step = NULL;
+	int round;
+
+	for (round = 1; round <= RACE_ROUNDS && !step; round++) {
+		step = bind_race_round(a, b, gid_index, &st);
+		rings += st.rings;
+	}
+	vt_check(!step, "bind_race: a SEND waiting for the connection goes through",
+		 "round %d: %s (%lu doorbells, errno %s)", round - 1, step,
+		 rings, strerror(st.err ? st.err : errno));
+	vt_info("bind_race: %lu doorbells in %d rounds", rings, round - 1);
+}
+
 /* @s's address, from its GID (IPv4-mapped or IPv6), port @port. */
 static socklen_t side_addr(const struct side *s, uint16_t port,
 			   struct sockaddr_storage *ss)
@@ -756,7 +866,8 @@ static void reset_bufs(struct side *a, struct side *b)
 	memset(b->buf, FILL_B, BUF_SIZE);
 }
 
-static int run(const char *dev_a, const char *dev_b, int gid_index)
+static int run(const char *dev_a, const char *dev_b, int gid_index,
+	       bool bind_race)
 {
 	void (*scenarios[])(struct side *, struct side *) = {
 		scenario_acked, scenario_bad_rkey, scenario_no_access,
@@ -768,6 +879,10 @@ static int run(const char *dev_a, const char *dev_b, int gid_index)
 	if (side_open(&a, dev_a, gid_index, FILL_A) ||
 	    side_open(&b, dev_b, gid_index, FILL_B)) {
 		vt_fail("setup", "%s", strerror(errno));
+		goto out;
+	}
+	if (bind_race) {
+		scenario_bind_race(&a, &b, gid_index);
 		goto out;
 	}
 	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
@@ -795,8 +910,9 @@ int main(int argc, char **argv)
 {
 	const char *dev_a = NULL, *dev_b = NULL;
 	int gid_index = 1, c;
+	bool bind_race = false;
 
-	while ((c = getopt(argc, argv, "a:b:g:")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:g:S:")) != -1) {
 		switch (c) {
 		case 'a':
 			dev_a = optarg;
@@ -807,15 +923,21 @@ int main(int argc, char **argv)
 		case 'g':
 			gid_index = atoi(optarg);
 			break;
+		case 'S':
+			if (strcmp(optarg, "bind_race"))
+				return 2;
+			bind_race = true;
+			break;
 		default:
 			return 2;
 		}
 	}
 	if (!dev_a || !dev_b) {
-		fprintf(stderr, "usage: %s -a DEV_A -b DEV_B [-g GID]\n",
+		fprintf(stderr,
+			"usage: %s -a DEV_A -b DEV_B [-g GID] [-S bind_race]\n",
 			argv[0]);
 		return 2;
 	}
 	vt_start(120);
-	return run(dev_a, dev_b, gid_index);
+	return run(dev_a, dev_b, gid_index, bind_race);
 }
