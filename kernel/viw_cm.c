@@ -1641,6 +1641,12 @@ int viw_cep_direct_accept(struct viw_cep *cep, struct viw_qp *qp,
 	}
 	viw_cep_cancel_timer(cep);
 	cep->qp = qp;
+	/*
+	 * Before the reply: the initiator sends nothing until it has it, and
+	 * whatever it sends after counts as spoken, even if it arrives while
+	 * the QP is being bound (viw_cep_direct_peer_silent()).
+	 */
+	cep->direct_rx_mark = viw_cep_bytes_received(cep);
 	rv = viw_cep_send_reply(cep, &param);
 	if (!rv)
 		rv = viw_cep_accept_qp(cep, &param);
@@ -1652,7 +1658,6 @@ int viw_cep_direct_accept(struct viw_cep *cep, struct viw_qp *qp,
 		return rv;
 	}
 	viw_cep_attach_qp(cep);
-	cep->direct_rx_mark = viw_cep_bytes_received(cep);
 	if (qp->rtr_expected) {
 		cep->state = VIW_CEP_RTR_WAIT;
 		viw_cep_arm_timer(cep, VIW_MPA_TIMEOUT);

@@ -118,7 +118,7 @@ struct viw_cep {
 	struct sockaddr_storage direct_peer;
 	u32 direct_src;			/* QPNs of the request */
 	u32 direct_dst;
-	u64 direct_rx_mark;		/* bytes received when accepted */
+	u64 direct_rx_mark;		/* bytes received before the reply */
 
 	/* The socket's callbacks before viw took it over. */
 	void (*sk_state_change)(struct sock *sk);

@@ -5,7 +5,7 @@
  * responder refuses fails the requester's own WR, as on InfiniBand
  * (tests/vm/guest/remote-err.sh; docs/semantics.md section 13).
  *
- *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-S bind_race]
+ *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-D]
  *
  * One process, a QP on each device, new QPs for each scenario:
  *   acked        SENDs, WRITEs, a WRITE with immediate and a READ behind
@@ -39,16 +39,24 @@
  *                RTR and RTS.  The attempt a dropped must not fail its
  *                new one, b takes a's newest request, and a SEND goes
  *                through
- *   bind_race    (only with -S bind_race) RACE_ROUNDS times, on new QPs:
- *                a goes to RTS and posts a SEND, which waits in its ring
- *                for the connection, while a second thread rings a's SQ
- *                doorbell (an empty post command) without pause; then b
- *                goes to RTS.  A doorbell that comes while a's connection
- *                is being bound must find no stream or all of the new one:
- *                the SEND goes through (framed with another stream's MSN,
- *                it fails REM_INV_REQ_ERR at b).  The window is a few
- *                stores wide; the VM test widens it with debugfs
- *                bind_delay_ms
+ *
+ * With -D, instead, two scenarios whose windows are a few instructions
+ * wide, which the VM test widens with debugfs bind_delay_ms (each binding
+ * of a connection waits that long):
+ *   bind_race    RACE_ROUNDS times, on new QPs: a goes to RTS and posts
+ *                a SEND, which waits in its ring for the connection,
+ *                while a second thread rings a's SQ doorbell (an empty
+ *                post command) without pause; then b goes to RTS.  A
+ *                doorbell that comes while a's connection is being bound
+ *                must find no stream or all of the new one: the SEND goes
+ *                through (framed with another stream's MSN, it fails
+ *                REM_INV_REQ_ERR at b)
+ *   spoke        on new QPs, b (the acceptor) in RTS: a raw client from
+ *                a's address sends b a request as a's QP, reads the
+ *                reply, sends one byte (the start of an FPDU) while b
+ *                binds the stream, and resets it.  A peer that sent
+ *                something did not give the attempt up: b goes to ERROR
+ *                at once, not at the end of its bound (4 s)
  *   abandoned    on new QPs, b (the acceptor) in RTS: a raw TCP client
  *                from a's address sends b a modify_qp MPA request that
  *                names a's QP, reads b's reply and resets the stream
@@ -89,6 +97,8 @@
 #define WAIT_MS		10000
 #define ROUNDS		12
 #define RACE_ROUNDS	4
+/* spoke: well within b's bound of 4 s, well past its reaction */
+#define SPOKE_WAIT_MS	2000
 /*
  * A modify_qp connection's MPA request (RFC 5044, 7.1): the key, flags 0
  * (no markers, no CRC asked), revision 1, and viw's private data (the
@@ -727,6 +737,36 @@ static const char *raw_request(struct side *from, struct side *to, int *fd)
 	return why;
 }
 
+/* Read the accepting reply on raw stream @fd: NULL, or what went wrong. */
+static const char *raw_read_reply(int fd)
+{
+	uint8_t rep[MPA_HDR_LEN + 256];
+	uint16_t pd_len;
+
+	if (read_all(fd, rep, MPA_HDR_LEN) ||
+	    memcmp(rep, "MPA ID Rep Frame", 16))
+		return "no MPA reply";
+	if (rep[16] & MPA_F_REJECT)
+		return "the request was rejected";
+	pd_len = (uint16_t)(rep[18] << 8 | rep[19]);
+	if (pd_len > sizeof(rep) - MPA_HDR_LEN ||
+	    read_all(fd, rep + MPA_HDR_LEN, pd_len))
+		return "the reply's private data";
+	return NULL;
+}
+
+/* Reset raw stream @fd and close it: NULL, or what went wrong. */
+static const char *raw_reset(int fd)
+{
+	struct linger reset = { .l_onoff = 1, .l_linger = 0 };
+	const char *why = NULL;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset)))
+		why = "SO_LINGER";
+	close(fd);
+	return why;
+}
+
 /*
  * Read the accepting reply on raw stream @fd, then reset the stream
  * without sending anything more, as a QP reset while connecting does.
@@ -734,25 +774,9 @@ static const char *raw_request(struct side *from, struct side *to, int *fd)
  */
 static const char *raw_drop_after_reply(int fd)
 {
-	uint8_t rep[MPA_HDR_LEN + 256];
-	struct linger reset = { .l_onoff = 1, .l_linger = 0 };
-	const char *why = NULL;
-	uint16_t pd_len;
+	const char *why = raw_read_reply(fd), *reset_why = raw_reset(fd);
 
-	if (read_all(fd, rep, MPA_HDR_LEN) ||
-	    memcmp(rep, "MPA ID Rep Frame", 16))
-		why = "no MPA reply";
-	else if (rep[16] & MPA_F_REJECT)
-		why = "the request was rejected";
-	pd_len = (uint16_t)(rep[18] << 8 | rep[19]);
-	if (!why && (pd_len > sizeof(rep) - MPA_HDR_LEN ||
-		     read_all(fd, rep + MPA_HDR_LEN, pd_len)))
-		why = "the reply's private data";
-	if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset)) &&
-	    !why)
-		why = "SO_LINGER";
-	close(fd);
-	return why;
+	return why ? why : reset_why;
 }
 
 /* An attempt from @from's address to @to, dropped once @to accepted it. */
@@ -775,19 +799,30 @@ static bool b_accepts(const struct side *a, const struct side *b,
 	return false;
 }
 
+/*
+ * New QPs on both sides, and @s (a or b) in RTS towards the other:
+ * NULL, or the step that failed, with *@who naming the side.
+ */
+static const char *renew_qps_one_rts(struct side *a, struct side *b,
+				     struct side *s, int gid_index,
+				     const char **who)
+{
+	*who = "new QPs:";
+	if (!renew_qps(a, b))
+		return "ibv_create_qp";
+	*who = s == a ? "a: modify_qp to" : "b: modify_qp to";
+	return to_rts(s, s == a ? b : a, gid_index);
+}
+
 /* On new QPs: a request from a's address, dropped before anything else. */
 static void scenario_abandoned(struct side *a, struct side *b, int gid_index)
 {
-	const char *who = "new QPs:", *step;
+	const char *who, *step;
 	int state;
 
 	if (!b_accepts(a, b, "abandoned"))
 		return;
-	step = renew_qps(a, b) ? NULL : "ibv_create_qp";
-	if (!step) {
-		who = "b: modify_qp to";
-		step = to_rts(b, a, gid_index);
-	}
+	step = renew_qps_one_rts(a, b, b, gid_index, &who);
 	/* a receive posted before: it stays, for the next stream */
 	if (!step && post_recv_at(b, 40, dst(b, 0), MSG)) {
 		who = "b:";
@@ -817,6 +852,39 @@ static void scenario_abandoned(struct side *a, struct side *b, int gid_index)
 		 "%s %s (errno: %s)", who, step, strerror(errno));
 }
 
+/* On new QPs: a request from a's address, one byte sent, then a reset. */
+static void scenario_spoke(struct side *a, struct side *b, int gid_index)
+{
+	static const uint8_t byte;
+	const char *who, *step, *reset_why;
+	int fd = -1, state;
+
+	if (!b_accepts(a, b, "spoke"))
+		return;
+	step = renew_qps_one_rts(a, b, b, gid_index, &who);
+	if (!step) {
+		who = "raw client:";
+		step = raw_request(a, b, &fd);
+	}
+	if (!step)
+		step = raw_read_reply(fd);
+	if (!step && write(fd, &byte, 1) != 1)
+		step = "sending a byte";
+	if (fd >= 0) {
+		reset_why = raw_reset(fd);
+		step = step ? step : reset_why;
+	}
+	if (step) {
+		vt_fail("spoke", "%s %s: %s", who, step, strerror(errno));
+		return;
+	}
+	state = vt_wait_qp_state(b->qp, IBV_QPS_ERR, SPOKE_WAIT_MS);
+	vt_check(state == IBV_QPS_ERR,
+		 "spoke: a reset after the peer sent something fails b",
+		 "b is in %s %d ms after the reset",
+		 vt_qp_state_str(state), SPOKE_WAIT_MS);
+}
+
 /*
  * On new QPs: a's request reaches b, still in INIT, and then the request
  * of an attempt a drops, as when the requests of a QP reset while
@@ -825,16 +893,12 @@ static void scenario_abandoned(struct side *a, struct side *b, int gid_index)
  */
 static void scenario_swapped(struct side *a, struct side *b, int gid_index)
 {
-	const char *who = "new QPs:", *step;
+	const char *who, *step;
 	int fd = -1;
 
 	if (!b_accepts(a, b, "swapped"))
 		return;
-	step = renew_qps(a, b) ? NULL : "ibv_create_qp";
-	if (!step) {
-		who = "a: modify_qp to";
-		step = to_rts(a, b, gid_index);
-	}
+	step = renew_qps_one_rts(a, b, a, gid_index, &who);
 	/* time for b to read a's request, and then the raw one */
 	if (!step) {
 		usleep(300 * 1000);
@@ -867,7 +931,7 @@ static void reset_bufs(struct side *a, struct side *b)
 }
 
 static int run(const char *dev_a, const char *dev_b, int gid_index,
-	       bool bind_race)
+	       bool delayed)
 {
 	void (*scenarios[])(struct side *, struct side *) = {
 		scenario_acked, scenario_bad_rkey, scenario_no_access,
@@ -881,8 +945,9 @@ static int run(const char *dev_a, const char *dev_b, int gid_index,
 		vt_fail("setup", "%s", strerror(errno));
 		goto out;
 	}
-	if (bind_race) {
+	if (delayed) {
 		scenario_bind_race(&a, &b, gid_index);
+		scenario_spoke(&a, &b, gid_index);
 		goto out;
 	}
 	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
@@ -910,9 +975,9 @@ int main(int argc, char **argv)
 {
 	const char *dev_a = NULL, *dev_b = NULL;
 	int gid_index = 1, c;
-	bool bind_race = false;
+	bool delayed = false;
 
-	while ((c = getopt(argc, argv, "a:b:g:S:")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:g:D")) != -1) {
 		switch (c) {
 		case 'a':
 			dev_a = optarg;
@@ -923,10 +988,8 @@ int main(int argc, char **argv)
 		case 'g':
 			gid_index = atoi(optarg);
 			break;
-		case 'S':
-			if (strcmp(optarg, "bind_race"))
-				return 2;
-			bind_race = true;
+		case 'D':
+			delayed = true;
 			break;
 		default:
 			return 2;
@@ -934,10 +997,10 @@ int main(int argc, char **argv)
 	}
 	if (!dev_a || !dev_b) {
 		fprintf(stderr,
-			"usage: %s -a DEV_A -b DEV_B [-g GID] [-S bind_race]\n",
+			"usage: %s -a DEV_A -b DEV_B [-g GID] [-D]\n",
 			argv[0]);
 		return 2;
 	}
 	vt_start(120);
-	return run(dev_a, dev_b, gid_index, bind_race);
+	return run(dev_a, dev_b, gid_index, delayed);
 }

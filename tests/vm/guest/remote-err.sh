@@ -18,10 +18,12 @@
 #   (whose private data is the consumer's) sends none;
 # - ibv_rc_pingpong still ends cleanly on both sides: each side's last
 #   WQE completes on an acknowledgement that goes out before the FIN.
-# - doorbells that race the binding of a connection (viw_remote_err -S
-#   bind_race, the window widened to 50 ms by debugfs bind_delay_ms) find
-#   no stream or the whole new one: a SEND that waited for the connection
-#   goes through with the new stream's first MSN.
+# - with each binding of a connection held 50 ms (debugfs bind_delay_ms,
+#   viw_remote_err -D): doorbells that race the binding find no stream or
+#   the whole new one, so a SEND that waited for the connection goes
+#   through with the new stream's first MSN; and a peer that sent a byte
+#   while the acceptor bound the stream, and then reset it, fails the
+#   acceptor's QP at once: it did not give the attempt up.
 . "$(dirname "$0")/../lib.sh"
 
 bin=$VIW_BUILD/tests/functional/viw_remote_err
@@ -42,12 +44,12 @@ mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 knob=/sys/kernel/debug/viw/bind_delay_ms
 echo 50 >"$knob" || die "cannot set $knob"
 rv=0
-in_a "$bin" -a "$DEV_A" -b "$DEV_B" -S bind_race </dev/null \
-	>"$VIW_OUT/bind-race.log" 2>&1 || rv=$?
+in_a "$bin" -a "$DEV_A" -b "$DEV_B" -D </dev/null \
+	>"$VIW_OUT/delayed.log" 2>&1 || rv=$?
 echo 0 >"$knob"
-[ "$rv" = 0 ] || { cat "$VIW_OUT/bind-race.log"; die "bind_race failed"; }
-grep -E "^(PASS|INFO)" "$VIW_OUT/bind-race.log" | sed 's/^/  bind_race: /'
-log "doorbells racing a connection's binding ok"
+[ "$rv" = 0 ] || { cat "$VIW_OUT/delayed.log"; die "viw_remote_err -D failed"; }
+grep -E "^(PASS|INFO)" "$VIW_OUT/delayed.log" | sed 's/^/  delayed: /'
+log "doorbells and a peer's byte racing a connection's binding ok"
 
 for n in 1 2 3; do
 	pingpong_pair ibv_rc_pingpong a b 1 -n 200 >/dev/null
