@@ -521,8 +521,8 @@ static bool viw_qp_can_connect(struct viw_qp *qp, struct viw_cep *cep)
 /*
  * For tests, through debugfs bind_delay_ms (0, the default: no wait): how
  * long viw_qp_bind_stream() waits, tx_lock held, once the socket is set,
- * so that a test's doorbells surely come while a connection is being bound
- * (tests/functional/viw_remote_err.c, bind_race).  At most a second.
+ * so that what a test sends surely comes while a connection is being bound
+ * (tests/functional/viw_remote_err.c -D).  At most a second.
  */
 static u32 viw_qp_bind_delay_ms;
 

@@ -476,7 +476,7 @@ static int viw_tx_fpdu(struct viw_qp *qp, u32 hdr_len, int npay, u32 paylen,
 
 /*
  * Send a zero-length message on its own: the MPA peer-to-peer RTR.
- * tx_lock held, by viw_qp_connect() while it binds the stream.
+ * tx_lock held, by viw_qp_bind_stream().
  */
 int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr)
 {
