@@ -39,6 +39,15 @@
  *                RTR and RTS.  The attempt a dropped must not fail its
  *                new one, b takes a's newest request, and a SEND goes
  *                through
+ *   full_socket  on new QPs, b in RTS and a raw client from a's address
+ *                on b's connection, with a small receive buffer.  b posts
+ *                FULL_WRS WRITEs of its whole buffer in one call, far more
+ *                than the socket holds, while the client reads nothing:
+ *                the post returns within FULL_POST_MS (the doorbell's run
+ *                leaves a full socket to the work item) and b stays in
+ *                RTS.  The client then reads: every WRITE completes with
+ *                success.  Then b posts as many again, to its idle engine,
+ *                the client reading throughout: they complete too
  *
  * With -D, instead, two scenarios whose windows are a few instructions
  * wide, which the VM test widens with debugfs bind_delay_ms (each binding
@@ -99,6 +108,15 @@
 #define RACE_ROUNDS	4
 /* spoke: well within b's bound of 4 s, well past its reaction */
 #define SPOKE_WAIT_MS	2000
+/*
+ * full_socket: WRITEs of the whole buffer in one post, and the bound on
+ * that post when the peer reads nothing.  The doorbell's run never waits
+ * for room (kernel/viw_tx.c), so the bound only catches a poster held up
+ * on a peer that stopped reading.
+ */
+#define FULL_WRS	16
+#define FULL_RCVBUF	4096
+#define FULL_POST_MS	1000
 /*
  * A modify_qp connection's MPA request (RFC 5044, 7.1): the key, flags 0
  * (no markers, no CRC asked), revision 1, and viw's private data (the
@@ -814,6 +832,23 @@ static const char *renew_qps_one_rts(struct side *a, struct side *b,
 	return to_rts(s, s == a ? b : a, gid_index);
 }
 
+/*
+ * New QPs, b in RTS, and a raw client from a's address whose request b
+ * accepted (its reply read), in *@fd: NULL, or the step that failed,
+ * with *@who naming the side.
+ */
+static const char *raw_accepted(struct side *a, struct side *b,
+				int gid_index, int *fd, const char **who)
+{
+	const char *step = renew_qps_one_rts(a, b, b, gid_index, who);
+
+	if (step)
+		return step;
+	*who = "raw client:";
+	step = raw_request(a, b, fd);
+	return step ? step : raw_read_reply(*fd);
+}
+
 /* On new QPs: a request from a's address, dropped before anything else. */
 static void scenario_abandoned(struct side *a, struct side *b, int gid_index)
 {
@@ -861,13 +896,7 @@ static void scenario_spoke(struct side *a, struct side *b, int gid_index)
 
 	if (!b_accepts(a, b, "spoke"))
 		return;
-	step = renew_qps_one_rts(a, b, b, gid_index, &who);
-	if (!step) {
-		who = "raw client:";
-		step = raw_request(a, b, &fd);
-	}
-	if (!step)
-		step = raw_read_reply(fd);
+	step = raw_accepted(a, b, gid_index, &fd, &who);
 	if (!step && write(fd, &byte, 1) != 1)
 		step = "sending a byte";
 	if (fd >= 0) {
@@ -924,6 +953,134 @@ static void scenario_swapped(struct side *a, struct side *b, int gid_index)
 		 "%s %s (errno: %s)", who, step, strerror(errno));
 }
 
+/* FULL_WRS signaled WRITEs of @s's whole buffer, in one call. */
+static int post_full_writes(struct side *s)
+{
+	struct ibv_send_wr wr[FULL_WRS] = {}, *bad;
+	struct ibv_sge sge = { (uintptr_t)s->buf, BUF_SIZE, s->mr->lkey };
+	int i;
+
+	for (i = 0; i < FULL_WRS; i++) {
+		wr[i].wr_id = i;
+		wr[i].sg_list = &sge;
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		/* the raw client places nothing: any address will do */
+		wr[i].wr.rdma.remote_addr = 0;
+		wr[i].wr.rdma.rkey = 1;
+		wr[i].next = i + 1 < FULL_WRS ? &wr[i + 1] : NULL;
+	}
+	return ibv_post_send(s->qp, wr, &bad);
+}
+
+/* FULL_WRS completions of @s, all successful: NULL, or what went wrong. */
+static const char *full_writes_done(struct side *s)
+{
+	struct ibv_wc wc[FULL_WRS];
+	int i;
+
+	if (vt_poll_cq_until(s->cq, wc, FULL_WRS,
+			     vt_deadline_in(WAIT_MS)) != FULL_WRS)
+		return "fewer completions than WRITEs";
+	for (i = 0; i < FULL_WRS; i++)
+		if (wc[i].status != IBV_WC_SUCCESS)
+			return vt_wc_status_name(wc[i].status);
+	return NULL;
+}
+
+/* The raw client's reader: takes the stream until it is shut down. */
+struct drain {
+	pthread_t thread;
+	int fd;
+	atomic_llong bytes;
+};
+
+static void *drain_run(void *arg)
+{
+	struct drain *d = arg;
+	uint8_t buf[16384];
+	ssize_t n;
+
+	while ((n = read(d->fd, buf, sizeof(buf))) > 0)
+		atomic_fetch_add(&d->bytes, n);
+	return NULL;
+}
+
+/*
+ * b's post of more than its socket holds: with the peer not reading, it
+ * returns and the WRITEs wait; once the peer reads, they and the next
+ * ones complete.  @fd is the raw client's stream, its reply read.
+ */
+static void full_socket_check(struct side *b, int fd)
+{
+	struct drain d = { .fd = fd };
+	long long t0, took;
+	const char *step = NULL;
+	int state;
+
+	t0 = vt_now_ms();
+	if (post_full_writes(b)) {
+		vt_fail("full_socket", "b: ibv_post_send: %s", strerror(errno));
+		return;
+	}
+	took = vt_now_ms() - t0;
+	state = vt_qp_state(b->qp);
+	vt_check(took < FULL_POST_MS && state == IBV_QPS_RTS,
+		 "full_socket: a post to a peer that reads nothing returns",
+		 "the post took %lld ms, b is in %s", took,
+		 vt_qp_state_str(state));
+	vt_info("full_socket: the post to a peer reading nothing took %lld ms",
+		took);
+	if (pthread_create(&d.thread, NULL, drain_run, &d)) {
+		vt_fail("full_socket", "pthread_create");
+		return;
+	}
+	step = full_writes_done(b);
+	vt_check(!step, "full_socket: the WRITEs complete once the peer reads",
+		 "%s", step);
+	/*
+	 * The work item that sent them gives tx_lock back; then a post to
+	 * the idle engine, which the doorbell's run starts in the caller's
+	 * context.
+	 */
+	usleep(100 * 1000);
+	if (!step && post_full_writes(b))
+		step = "ibv_post_send";
+	if (!step)
+		step = full_writes_done(b);
+	vt_check(!step, "full_socket: a post of as many completes while the peer reads",
+		 "%s", step);
+	vt_info("full_socket: the raw client read %lld bytes",
+		(long long)atomic_load(&d.bytes));
+	shutdown(fd, SHUT_RDWR);
+	pthread_join(d.thread, NULL);
+}
+
+/* On new QPs: b's WRITEs to a raw client that reads nothing, then reads. */
+static void scenario_full_socket(struct side *a, struct side *b,
+				 int gid_index)
+{
+	int rcvbuf = FULL_RCVBUF, fd = -1;
+	const char *who, *step;
+
+	if (!b_accepts(a, b, "full_socket"))
+		return;
+	step = raw_accepted(a, b, gid_index, &fd, &who);
+	if (!step && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+				sizeof(rcvbuf)))
+		step = "SO_RCVBUF";
+	if (step) {
+		if (fd >= 0)
+			close(fd);
+		vt_fail("full_socket", "%s %s: %s", who, step,
+			strerror(errno));
+		return;
+	}
+	full_socket_check(b, fd);
+	raw_reset(fd);
+}
+
 static void reset_bufs(struct side *a, struct side *b)
 {
 	memset(a->buf, FILL_A, BUF_SIZE);
@@ -964,6 +1121,7 @@ static int run(const char *dev_a, const char *dev_b, int gid_index,
 		scenario_reset_connecting(&a, &b, gid_index);
 		scenario_abandoned(&a, &b, gid_index);
 		scenario_swapped(&a, &b, gid_index);
+		scenario_full_socket(&a, &b, gid_index);
 	}
 out:
 	side_close(&a);

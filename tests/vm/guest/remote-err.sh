@@ -14,6 +14,8 @@
 #   whose peer dropped its stream unused waits for the next one, also
 #   when it took the dropped attempt's request before the live one's
 #   (docs/semantics.md section 8, "Reset and connect again");
+#   a post of more than the socket holds returns when the peer reads
+#   nothing, and its WRITEs complete once the peer reads;
 # - the acknowledgement counters count them, and an rdma_cm connection
 #   (whose private data is the consumer's) sends none;
 # - ibv_rc_pingpong still ends cleanly on both sides: each side's last
