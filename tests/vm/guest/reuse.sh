@@ -12,9 +12,10 @@
 # hosts with MPA CRC on, nothing may differ and every WR must succeed.
 #
 # VIW_REUSE_DRIVER=siw runs the same between two siw hosts (not in the
-# suite): siw sends an unsignaled WR of a page or more from the
-# application's pages and completes it once it is queued in the socket,
-# which this test catches (issue 10's closing notes).
+# suite).  siw hands an unsignaled WR of a page or more to TCP as pages to
+# splice (MSG_SPLICE_PAGES) and counts it done once a later signaled WR is
+# in the socket; Debian's 6.1 TCP ignores that flag and copies, and siw
+# passes here (docs/semantics.md, section 15).
 . "$(dirname "$0")/../lib.sh"
 
 driver=${VIW_REUSE_DRIVER:-viw}
