@@ -102,11 +102,10 @@ static long ru_first_bad(const uint8_t *p, uint32_t m)
 
 /* ---- server -------------------------------------------------------------- */
 
+/* The listener and its one connection, whose MR is in the server's PD. */
 struct ru_server {
 	struct vt_server s;
-	struct rdma_cm_id *id;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
+	struct vt_ep conn;
 	uint8_t *buf;
 };
 
@@ -118,19 +117,19 @@ static bool ru_is_send(uint32_t m)
 /* A receive for every SEND, at its message's place, then the last one's. */
 static int ru_post_recvs(struct ru_server *v)
 {
-	struct ibv_sge sge = { .lkey = v->mr->lkey, .length = RU_SIZE };
+	struct ibv_sge sge = { .lkey = v->conn.mr->lkey, .length = RU_SIZE };
 	uint32_t m;
 
 	for (m = 0; m < RU_MSGS; m++) {
 		if (!ru_is_send(m))
 			continue;
 		sge.addr = (uintptr_t)(v->buf + (size_t)m * RU_SIZE);
-		if (vt_post_recv(v->id->qp, m, &sge, 1))
+		if (vt_post_recv(v->conn.id->qp, m, &sge, 1))
 			return -1;
 	}
 	sge.addr = (uintptr_t)(v->buf + (size_t)RU_MSGS * RU_SIZE);
 	sge.length = sizeof(struct ru_done);
-	return vt_post_recv(v->id->qp, RU_MSGS, &sge, 1);
+	return vt_post_recv(v->conn.id->qp, RU_MSGS, &sge, 1);
 }
 
 static int ru_accept(struct ru_server *v, struct rdma_cm_event *ev)
@@ -148,35 +147,32 @@ static int ru_accept(struct ru_server *v, struct rdma_cm_event *ev)
 		.private_data = &offer,
 		.private_data_len = sizeof(offer),
 	};
-	const char *step = "ibv_create_cq";
+	const char *step;
 
-	v->id = ev->id;
-	v->cq = ibv_create_cq(v->id->verbs, RU_SENDS + 8, NULL, NULL, 0);
-	if (!v->cq)
-		goto err;
-	attr.send_cq = v->cq;
-	attr.recv_cq = v->cq;
-	step = "rdma_create_qp";
-	if (rdma_create_qp(v->id, v->s.pd, &attr))
-		goto err;
+	v->conn.id = ev->id;
+	if (vt_ep_qp(&v->conn, v->s.pd, RU_SENDS + 8, &attr)) {
+		vt_fail("accept", "%s", v->conn.why);
+		goto reject;
+	}
 	step = "ibv_reg_mr";
 	v->buf = vt_alloc_filled(RU_REGION, 0);
-	v->mr = v->buf ? ibv_reg_mr(v->s.pd, v->buf, RU_REGION,
-				    IBV_ACCESS_LOCAL_WRITE |
-				    IBV_ACCESS_REMOTE_WRITE) : NULL;
-	if (!v->mr)
+	v->conn.mr = v->buf ? ibv_reg_mr(v->s.pd, v->buf, RU_REGION,
+					 IBV_ACCESS_LOCAL_WRITE |
+					 IBV_ACCESS_REMOTE_WRITE) : NULL;
+	if (!v->conn.mr)
 		goto err;
 	step = "ibv_post_recv";
 	if (ru_post_recvs(v))
 		goto err;
 	offer.addr = htobe64((uintptr_t)v->buf);
-	offer.rkey = htobe32(v->mr->rkey);
+	offer.rkey = htobe32(v->conn.mr->rkey);
 	step = "rdma_accept";
-	if (rdma_accept(v->id, &p))
+	if (rdma_accept(v->conn.id, &p))
 		goto err;
 	return 0;
 err:
 	vt_fail("accept", "%s: %s", step, strerror(errno));
+reject:
 	rdma_reject(ev->id, NULL, 0);
 	return -1;
 }
@@ -191,7 +187,7 @@ static int ru_take_recvs(struct ru_server *v, uint32_t *msgs)
 	for (m = 0; m <= RU_MSGS; m++) {
 		if (m < RU_MSGS && !ru_is_send(m))
 			continue;
-		if (vt_poll_cq_until(v->cq, &wc, 1, vt_run_deadline) != 1) {
+		if (vt_poll_cq_until(v->conn.cq, &wc, 1, vt_run_deadline) != 1) {
 			vt_fail("recv", "no completion for message %u", m);
 			return -1;
 		}
@@ -282,16 +278,9 @@ static void ru_serve(struct ru_server *v)
 
 static void ru_server_close(struct ru_server *v)
 {
-	if (v->id) {
-		rdma_disconnect(v->id);
-		if (v->id->qp)
-			rdma_destroy_qp(v->id);
-		rdma_destroy_id(v->id);
-	}
-	if (v->cq)
-		ibv_destroy_cq(v->cq);
-	if (v->mr)
-		ibv_dereg_mr(v->mr);
+	if (v->conn.id)
+		rdma_disconnect(v->conn.id);
+	vt_ep_close(&v->conn);
 	free(v->buf);
 	vt_server_close(&v->s);
 }
