@@ -48,15 +48,6 @@
 #define RU_DONE_OFF		((size_t)RU_SLOTS * RU_SIZE)
 #define RU_REGION		((size_t)RU_MSGS * RU_SIZE + 64)
 
-/* The server's accept private data: where the messages go. */
-struct ru_offer {
-	uint32_t magic;		/* big-endian, as vt_take_offer wants */
-	uint32_t sc;
-	uint64_t addr;		/* big-endian from here on */
-	uint32_t rkey;
-	uint32_t len;
-};
-
 /* The last SEND: how many messages were sent. */
 struct ru_done {
 	uint32_t magic;
@@ -139,7 +130,7 @@ static int ru_accept(struct ru_server *v, struct rdma_cm_event *ev)
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
 	};
-	struct ru_offer offer = {
+	struct vt_mr_offer offer = {
 		.magic = htobe32(RU_MAGIC),
 		.len = htobe32(RU_MSGS * RU_SIZE),
 	};
@@ -313,7 +304,7 @@ static int ru_connect(struct ru_client *c, const char *host, const char *port)
 	struct rdma_conn_param p = { 0 };
 	struct sockaddr_storage dst;
 	struct rdma_cm_event *ev;
-	struct ru_offer o;
+	struct vt_mr_offer o;
 	int rv;
 
 	if (vt_resolve(host, port, false, &dst))

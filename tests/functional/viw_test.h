@@ -149,6 +149,18 @@ int vt_ep_qp(struct vt_ep *ep, struct ibv_pd *pd, int cqe,
 	     struct ibv_qp_init_attr *attr);
 int vt_ep_alloc(struct vt_ep *ep, void *buf, size_t len, int cqe,
 		struct ibv_qp_init_attr *attr);
+/*
+ * A server's accept private data that offers one MR: its head, then where
+ * and how large, all big-endian.
+ */
+struct vt_mr_offer {
+	uint32_t magic;
+	uint32_t sc;
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t len;
+};
+
 int vt_take_offer(const void *pdata, unsigned int pdata_len, void *out,
 		  size_t len, uint32_t magic, uint32_t sc, char *why,
 		  size_t why_len);

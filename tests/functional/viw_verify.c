@@ -52,15 +52,6 @@
 #define VF_SEND_WR	8
 #define VF_MAX_PIECES	(VF_SEND_WR - 1)	/* and the READ */
 
-/* The server's accept private data: the MR of that connection. */
-struct vf_offer {
-	uint32_t magic;		/* big-endian, as vt_take_offer wants */
-	uint32_t sc;
-	uint64_t addr;		/* big-endian from here on */
-	uint32_t rkey;
-	uint32_t len;
-};
-
 static struct {
 	int qps;
 	int rounds;
@@ -134,7 +125,7 @@ static int vf_accept(struct vf_server *v, struct vf_conn *c,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
 	};
-	struct vf_offer offer = { 0 };
+	struct vt_mr_offer offer = { 0 };
 	struct rdma_conn_param p = { 0 };
 	const char *step = "ibv_create_cq";
 
@@ -324,7 +315,7 @@ static int vf_connect_one(void *arg)
 		.initiator_depth = VF_ORD, .responder_resources = VF_ORD,
 	};
 	struct rdma_cm_event *ev;
-	struct vf_offer o;
+	struct vt_mr_offer o;
 	int rv;
 
 	rv = vt_ep_route(&q->ep, &vf_dst, q, 2000, 10000);
