@@ -74,7 +74,7 @@ struct viw_tx_batch {
 
 /* The WQE the transmit engine is sending. */
 struct viw_tx_wqe {
-	struct viw_sqe sqe;		/* copy of the shadow */
+	struct viw_sqe sqe;		/* the one copy of the SQE */
 	u32 index;			/* SQ index */
 	u32 len;			/* payload length */
 	u32 sent;			/* payload bytes sent */

@@ -14,14 +14,17 @@
 #define VIW_WQE_PENDING		0xff
 
 /*
- * A work queue of a QP: the ring shared with the process and a kernel
- * shadow of every WQE the kernel has taken from it.  The kernel reads a
- * WQE from the ring exactly once, into shadow, and validates the copy.
- * Slots [done, fetch) are owned by the kernel; ctrl->cons mirrors done.
+ * A work queue of a QP: the ring shared with the process and a shadow
+ * slot per ring slot, for what the kernel keeps of each WQE it took.  The
+ * kernel reads a WQE from the ring exactly once, into its own memory (the
+ * transmit engine's SQE, the receive engine's RQE or the RQ's shadow), and
+ * validates that copy (viw_wq.c).  Slots [done, fetch) are owned by the
+ * kernel; ctrl->cons mirrors done.
  */
 struct viw_wq {
 	struct viw_ring ring;
-	void *shadow;			/* num_slots kernel copies */
+	void *shadow;			/* per slot: what the kernel keeps */
+	u32 kept;			/* bytes of it a slot */
 	u8 *status;			/* per slot: error found by validation */
 	u32 fetch;			/* next slot to copy from the ring */
 	u32 done;			/* next slot to complete */
@@ -276,7 +279,8 @@ int viw_ack_alloc(struct viw_qp *qp, u32 sq_slots);
 void viw_ack_reset(struct viw_qp *qp);
 
 /* viw_wq.c: work queue processing */
-int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge);
+int viw_sq_init(struct viw_wq *sq, u32 num_slots, u32 max_sge);
+int viw_rq_init(struct viw_wq *rq, u32 num_slots, u32 max_sge);
 void viw_wq_free(struct viw_wq *wq);
 void viw_sq_flush(struct viw_qp *qp);
 void viw_rq_flush(struct viw_qp *qp);
@@ -286,7 +290,7 @@ void viw_wq_set_kflags(struct viw_wq *wq, u32 kflags);
 void viw_sq_set_busy(struct viw_qp *qp, bool busy);
 bool viw_sq_has_posted(struct viw_qp *qp);
 bool viw_sq_posted_hint(struct viw_qp *qp);
-struct viw_sqe *viw_sq_take(struct viw_qp *qp);
+bool viw_sq_take(struct viw_qp *qp, struct viw_sqe *sqe);
 void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status);
 void viw_sq_fail_oldest(struct viw_qp *qp, u8 status);
 bool viw_sq_idle(struct viw_qp *qp);

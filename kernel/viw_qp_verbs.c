@@ -38,12 +38,12 @@ static int viw_qp_alloc_queues(struct viw_qp *qp, struct ib_qp_init_attr *attr)
 	struct ib_qp_cap *cap = &attr->cap;
 	int rv;
 
-	rv = viw_wq_init(&qp->sq, roundup_pow_of_two(max(cap->max_send_wr, 1U)),
-			 sizeof(struct viw_sqe), cap->max_send_sge);
+	rv = viw_sq_init(&qp->sq, roundup_pow_of_two(max(cap->max_send_wr, 1U)),
+			 cap->max_send_sge);
 	if (rv || qp->srq)
 		return rv;
-	rv = viw_wq_init(&qp->rq, roundup_pow_of_two(max(cap->max_recv_wr, 1U)),
-			 sizeof(struct viw_rqe), cap->max_recv_sge);
+	rv = viw_rq_init(&qp->rq, roundup_pow_of_two(max(cap->max_recv_wr, 1U)),
+			 cap->max_recv_sge);
 	if (rv) {
 		viw_wq_free(&qp->sq);
 		return rv;

@@ -685,7 +685,7 @@ static bool viw_tx_start_wqe(struct viw_qp *qp)
 {
 	struct viw_tx_wqe *tx = &qp->eng->tx;
 	unsigned long flags;
-	struct viw_sqe *sqe;
+	bool taken;
 	u8 status;
 
 	/* Most runs end on a look that finds none: it takes no lock. */
@@ -695,11 +695,9 @@ static bool viw_tx_start_wqe(struct viw_qp *qp)
 	}
 	spin_lock_irqsave(&qp->sq.lock, flags);
 	tx->index = qp->sq.fetch;
-	sqe = viw_sq_take(qp);
-	if (sqe)
-		tx->sqe = *sqe;
+	taken = viw_sq_take(qp, &tx->sqe);
 	spin_unlock_irqrestore(&qp->sq.lock, flags);
-	if (!sqe) {
+	if (!taken) {
 		qp->eng->tx_starved = true;
 		return false;
 	}

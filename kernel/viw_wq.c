@@ -3,11 +3,17 @@
  * viw: work queues (SQ and RQ).
  *
  * The process writes WQEs into the mapped ring and rings the doorbell (the
- * uverbs post command with no work requests, viw_qp.c).  The kernel copies each WQE
- * exactly once into its shadow array and only ever looks at that copy, so
- * a process rewriting the ring under the kernel's feet changes nothing.
- * Slots [done, fetch) belong to the kernel; at most num_slots of them, so a
- * process that keeps posting cannot make the kernel hold more.
+ * uverbs post command with no work requests, viw_qp.c).  The kernel copies
+ * each WQE exactly once out of the ring and only ever looks at that copy,
+ * so a process rewriting the ring under the kernel's feet changes nothing.
+ * An SQE is copied straight into the transmit engine's WQE, which alone
+ * uses it; the SQ's shadow keeps only what its completion needs (struct
+ * viw_sq_rec), since a flush may retire the slot while the engine still
+ * sends from its copy.  An RQE is copied into the RQ's shadow when it is
+ * taken ahead of use; when the receive engine takes one straight from the
+ * ring, it goes into the engine's and the shadow keeps its wr_id only.
+ * Slots [done, fetch) belong to the kernel; at most num_slots of them, so
+ * a process that keeps posting cannot make the kernel hold more.
  */
 #include <linux/mm.h>
 #include <linux/slab.h>
@@ -15,7 +21,20 @@
 #include "viw_qp.h"
 #include "viw_trace.h"
 
-int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge)
+/*
+ * What the kernel keeps of an SQE it took: what its completion needs.
+ * The WQE itself is in the transmit engine's copy (viw_sq_take()).
+ */
+struct viw_sq_rec {
+	u64 wr_id;
+	u32 byte_len;
+	u16 flags;
+	u8 opcode;			/* enum viw_cqe_opcode */
+};
+
+/* @kept: the bytes the shadow keeps of each slot's WQE */
+static int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size,
+		       u32 kept, u32 max_sge)
 {
 	int rv;
 
@@ -23,7 +42,7 @@ int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge)
 	if (rv)
 		return rv;
 	/* Charged to the process like the ring (viw_ring.c). */
-	wq->shadow = kvcalloc(num_slots, slot_size, VIW_QMEM_GFP);
+	wq->shadow = kvcalloc(num_slots, kept, VIW_QMEM_GFP);
 	wq->status = kvcalloc(num_slots, sizeof(*wq->status), VIW_QMEM_GFP);
 	if (!wq->shadow || !wq->status) {
 		kvfree(wq->shadow);
@@ -32,7 +51,8 @@ int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge)
 		viw_ring_free(&wq->ring);
 		return -ENOMEM;
 	}
-	wq->ring.extra = (size_t)num_slots * (slot_size + sizeof(*wq->status));
+	wq->ring.extra = (size_t)num_slots * (kept + sizeof(*wq->status));
+	wq->kept = kept;
 	wq->fetch = 0;
 	wq->done = 0;
 	wq->failed = false;
@@ -41,6 +61,18 @@ int viw_wq_init(struct viw_wq *wq, u32 num_slots, u32 slot_size, u32 max_sge)
 	spin_lock_init(&wq->lock);
 	spin_lock_init(&wq->post_lock);
 	return 0;
+}
+
+int viw_sq_init(struct viw_wq *sq, u32 num_slots, u32 max_sge)
+{
+	return viw_wq_init(sq, num_slots, sizeof(struct viw_sqe),
+			   sizeof(struct viw_sq_rec), max_sge);
+}
+
+int viw_rq_init(struct viw_wq *rq, u32 num_slots, u32 max_sge)
+{
+	return viw_wq_init(rq, num_slots, sizeof(struct viw_rqe),
+			   sizeof(struct viw_rqe), max_sge);
 }
 
 void viw_wq_free(struct viw_wq *wq)
@@ -63,7 +95,7 @@ void viw_wq_set_kflags(struct viw_wq *wq, u32 kflags)
 static void *viw_wq_shadow(struct viw_wq *wq, u32 index)
 {
 	return wq->shadow +
-	       (size_t)(index & (wq->ring.num_slots - 1)) * wq->ring.slot_size;
+	       (size_t)(index & (wq->ring.num_slots - 1)) * wq->kept;
 }
 
 static u8 *viw_wq_status(struct viw_wq *wq, u32 index)
@@ -72,24 +104,30 @@ static u8 *viw_wq_status(struct viw_wq *wq, u32 index)
 }
 
 /*
- * Take the next posted WQE from the ring into the shadow.  Returns the
- * kernel's copy, or NULL if the slot at fetch is not posted or the kernel
- * already owns every slot.
+ * Copy the next posted WQE out of the ring into @copy (the whole slot).
+ * Returns false if the slot at fetch is not posted or the kernel already
+ * owns every slot.
  */
-static void *viw_wq_fetch(struct viw_wq *wq)
+static bool viw_wq_fetch(struct viw_wq *wq, void *copy)
 {
-	void *copy = viw_wq_shadow(wq, wq->fetch);
-
 	/* The kernel holds at most a ring's worth, [done, fetch). */
 	if (!viw_rp_room(wq->fetch, wq->done, wq->ring.num_slots))
-		return NULL;
+		return false;
 	if (!viw_rp_wqe_take(copy, viw_ring_slot(&wq->ring, wq->fetch),
 			     wq->ring.slot_size))
-		return NULL;
+		return false;
 	*viw_wq_status(wq, wq->fetch) = VIW_CQE_SUCCESS;
 	/* read without the queue's lock by viw_sq_posted_hint() */
 	WRITE_ONCE(wq->fetch, wq->fetch + 1);
-	return copy;
+	return true;
+}
+
+/* Fetch the next posted RQE into the RQ's shadow; returns the copy. */
+static struct viw_rqe *viw_rq_fetch(struct viw_wq *rq)
+{
+	struct viw_rqe *copy = viw_wq_shadow(rq, rq->fetch);
+
+	return viw_wq_fetch(rq, copy) ? copy : NULL;
 }
 
 /* Retire the oldest kernel-owned WQE and give its slot back. */
@@ -137,6 +175,18 @@ static u32 viw_sqe_byte_len(const struct viw_sqe *sqe)
 	return len;
 }
 
+/* Keep what the completion of SQE @index, just copied to @sqe, needs. */
+static void viw_sq_keep(struct viw_wq *sq, u32 index,
+			const struct viw_sqe *sqe)
+{
+	struct viw_sq_rec *rec = viw_wq_shadow(sq, index);
+
+	rec->wr_id = sqe->wr_id;
+	rec->byte_len = viw_sqe_byte_len(sqe);
+	rec->flags = sqe->flags;
+	rec->opcode = viw_sqe_cqe_opcode(sqe);
+}
+
 /*
  * Retire the SQE at done and report it with @status if it must be.  The
  * slot goes back first: a consumer that sees the completion may post into
@@ -144,19 +194,19 @@ static u32 viw_sqe_byte_len(const struct viw_sqe *sqe)
  */
 static void viw_sq_report(struct viw_qp *qp, u8 status)
 {
-	struct viw_sqe *sqe = viw_wq_shadow(&qp->sq, qp->sq.done);
+	struct viw_sq_rec *rec = viw_wq_shadow(&qp->sq, qp->sq.done);
 	struct viw_cqe_info info = {
-		.wr_id = sqe->wr_id,
+		.wr_id = rec->wr_id,
 		.ibqp = &qp->ibqp,
 		.qp_id = qp->ibqp.qp_num,
-		.opcode = viw_sqe_cqe_opcode(sqe),
+		.opcode = rec->opcode,
 		.status = status,
-		.byte_len = viw_sqe_byte_len(sqe),
+		.byte_len = rec->byte_len,
 	};
 	bool report = status != VIW_CQE_SUCCESS || qp->sq_sig_all ||
-		      (sqe->flags & VIW_WQE_SIGNALED);
+		      (rec->flags & VIW_WQE_SIGNALED);
 
-	if ((sqe->flags & VIW_WQE_QUIET) && viw_qp_is_kernel(qp))
+	if ((rec->flags & VIW_WQE_QUIET) && viw_qp_is_kernel(qp))
 		report = false;
 
 	viw_wq_retire(&qp->sq);
@@ -266,15 +316,38 @@ bool viw_sq_posted_hint(struct viw_qp *qp)
 						READ_ONCE(sq->fetch))));
 }
 
-/* Take the next posted SQE for the engine.  Caller holds sq.lock. */
-struct viw_sqe *viw_sq_take(struct viw_qp *qp)
+/**
+ * viw_sq_take - copy the next posted SQE out of the ring
+ * @qp: the QP, sq.lock held
+ * @sqe: where to copy it: the transmit engine's WQE, or the flush's
+ *
+ * The one copy of the WQE the kernel makes; the SQ keeps what its
+ * completion needs.  Return: whether one was posted (and may be taken).
+ */
+bool viw_sq_take(struct viw_qp *qp, struct viw_sqe *sqe)
 {
-	u32 index = qp->sq.fetch;
-	struct viw_sqe *sqe = viw_wq_fetch(&qp->sq);
+	struct viw_wq *sq = &qp->sq;
+	u32 index = sq->fetch;
 
-	if (sqe)
-		*viw_wq_status(&qp->sq, index) = VIW_WQE_PENDING;
-	return sqe;
+	if (!viw_wq_fetch(sq, sqe))
+		return false;
+	viw_sq_keep(sq, index, sqe);
+	*viw_wq_status(sq, index) = VIW_WQE_PENDING;
+	return true;
+}
+
+/*
+ * Take the next posted WQE for a flush, which needs only what completes
+ * it.  Caller holds wq->lock.
+ */
+static bool viw_wq_take_for_flush(struct viw_qp *qp, struct viw_wq *wq,
+				  bool is_sq)
+{
+	struct viw_sqe sqe;
+
+	if (!is_sq)
+		return viw_rq_fetch(wq);
+	return viw_sq_take(qp, &sqe);
 }
 
 /*
@@ -301,10 +374,9 @@ static u32 viw_wq_flush_locked(struct viw_qp *qp, struct viw_wq *wq,
 	for (n = 0; n < max; n++) {
 		u8 status;
 
-		if (wq->done == wq->fetch) {
-			if (!(is_sq ? viw_sq_take(qp) : viw_wq_fetch(wq)))
-				break;
-		}
+		if (wq->done == wq->fetch &&
+		    !viw_wq_take_for_flush(qp, wq, is_sq))
+			break;
 		status = *viw_wq_status(wq, wq->done);
 		if (!cq) {
 			/* RESET: emptied without completions */
@@ -397,17 +469,21 @@ static u8 viw_rqe_check(struct viw_qp *qp, const struct viw_rqe *rqe)
 	return VIW_CQE_SUCCESS;
 }
 
+/* Check the RQE just fetched, at fetch - 1, and keep its status. */
+static bool viw_rq_check_fetched(struct viw_qp *qp, const struct viw_rqe *rqe)
+{
+	u8 status = viw_rqe_check(qp, rqe);
+
+	*viw_wq_status(&qp->rq, qp->rq.fetch - 1) = status;
+	return status == VIW_CQE_SUCCESS;
+}
+
 /* Take and validate one more posted RQE.  Caller holds rq.lock. */
 static bool viw_rq_take_posted_one(struct viw_qp *qp)
 {
-	struct viw_rqe *rqe = viw_wq_fetch(&qp->rq);
-	u8 status;
+	struct viw_rqe *rqe = viw_rq_fetch(&qp->rq);
 
-	if (!rqe)
-		return false;
-	status = viw_rqe_check(qp, rqe);
-	*viw_wq_status(&qp->rq, qp->rq.fetch - 1) = status;
-	return status == VIW_CQE_SUCCESS;
+	return rqe && viw_rq_check_fetched(qp, rqe);
 }
 
 /*
@@ -432,6 +508,27 @@ static bool viw_rq_take_posted(struct viw_qp *qp, bool *more)
 	return true;
 }
 
+/*
+ * None was taken ahead: copy the next posted RQE straight into the
+ * engine's @rqe, the one copy the kernel makes of it.  The shadow keeps
+ * only its wr_id, for a flush.  Returns 0, -ENOENT or -EINVAL.  Caller
+ * holds rq.lock.
+ */
+static int viw_rq_take_direct(struct viw_qp *qp, struct viw_rqe *rqe,
+			      u32 *index)
+{
+	struct viw_wq *rq = &qp->rq;
+	struct viw_rqe *kept = viw_wq_shadow(rq, rq->fetch);
+
+	if (!viw_wq_fetch(rq, rqe))
+		return -ENOENT;
+	kept->wr_id = rqe->wr_id;
+	if (!viw_rq_check_fetched(qp, rqe))
+		return -EINVAL;
+	*index = rq->next++;
+	return 0;
+}
+
 /**
  * viw_rq_take - give the receive engine the next receive WQE
  * @qp: a QP without SRQ
@@ -450,8 +547,8 @@ int viw_rq_take(struct viw_qp *qp, struct viw_rqe *rqe, u32 *index)
 	spin_lock_irqsave(&rq->lock, flags);
 	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
 		rv = -ENOENT;
-	} else if (rq->next == rq->fetch && !viw_rq_take_posted_one(qp)) {
-		rv = rq->next == rq->fetch ? -ENOENT : -EINVAL;
+	} else if (rq->next == rq->fetch) {
+		rv = viw_rq_take_direct(qp, rqe, index);
 	} else if (*viw_wq_status(rq, rq->next) != VIW_CQE_SUCCESS) {
 		rv = -EINVAL;
 	} else {

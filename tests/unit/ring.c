@@ -37,7 +37,7 @@ static void *ring_mem(uint32_t slots, uint32_t slot_size)
 
 /* ---- The kernel's half, as kernel/viw_{wq,srq,cq}.c call it -------------- */
 
-/* A work queue as the kernel holds it: its own indices, a shadow per slot. */
+/* A work queue as the kernel holds it: its own indices, a copy per slot. */
 struct kwq {
 	struct viw_ring_ctrl *ctrl;
 	uint32_t num_slots;
@@ -60,7 +60,7 @@ static void kwq_init(struct kwq *k, void *mem, uint32_t slots,
 		exit(2);
 }
 
-/* viw_wq_fetch(): the kernel's copy of the next posted WQE, or NULL. */
+/* viw_wq_fetch(): the kernel's one copy of the next posted WQE, or NULL. */
 static void *kwq_fetch(struct kwq *k)
 {
 	void *copy = k->shadow +
