@@ -48,6 +48,14 @@
  *                RTS.  The client then reads: every WRITE completes with
  *                success.  Then b posts as many again, to its idle engine,
  *                the client reading throughout: they complete too
+ *   taken_flush  on new QPs, b in RTS and a raw client on its connection.
+ *                b posts two receives; the client sends the first FPDU
+ *                of a SEND, not its last, and once its payload is placed
+ *                in the first receive b's consumer moves b to ERROR.  Both
+ *                receives are flushed with their own wr_ids, in order:
+ *                the first was taken by the receive engine straight from
+ *                the ring, and its completion comes from what the RQ kept
+ *                of it (kernel/viw_wq.c)
  *
  * With -D, instead, two scenarios whose windows are a few instructions
  * wide, which the VM test widens with debugfs bind_delay_ms (each binding
@@ -117,6 +125,12 @@
 #define FULL_WRS	16
 #define FULL_RCVBUF	4096
 #define FULL_POST_MS	1000
+/* taken_flush: the two receives, and the payload of the SEND's first FPDU */
+#define TAKEN_ID_1	0x5101
+#define TAKEN_ID_2	0x5102
+#define TAKEN_RECV	(8 << 10)
+#define TAKEN_PAYLOAD	512
+#define TAKEN_FILL	0x77
 /*
  * A modify_qp connection's MPA request (RFC 5044, 7.1): the key, flags 0
  * (no markers, no CRC asked), revision 1, and viw's private data (the
@@ -1081,6 +1095,84 @@ static void scenario_full_socket(struct side *a, struct side *b,
 	raw_reset(fd);
 }
 
+/*
+ * The first FPDU of the raw client's first SEND, not its last (RFC 5044
+ * framing, no CRC asked; RFC 5041 untagged header, RFC 5040 SEND):
+ * TAKEN_PAYLOAD bytes of TAKEN_FILL at MO 0 of message 1 of queue 0.
+ */
+static int raw_send_first_fpdu(int fd)
+{
+	const uint32_t ulpdu = 18 + TAKEN_PAYLOAD;
+	uint8_t fpdu[2 + 18 + TAKEN_PAYLOAD + 3 + 4] = {};
+	uint32_t msn = htobe32(1);
+	size_t len = 2 + ulpdu;
+
+	fpdu[0] = ulpdu >> 8;
+	fpdu[1] = ulpdu & 0xff;
+	fpdu[2] = 0x01;			/* DDP: untagged, not last, DV 1 */
+	fpdu[3] = 0x43;			/* RDMAP: RV 1, SEND */
+	/* Invalidate STag 0, QN 0 (SEND), MSN 1, MO 0 */
+	memcpy(fpdu + 2 + 10, &msn, 4);
+	memset(fpdu + 2 + 18, TAKEN_FILL, TAKEN_PAYLOAD);
+	len = (len + 3) / 4 * 4 + 4;	/* pad, then the unchecked CRC */
+	return write(fd, fpdu, len) == (ssize_t)len ? 0 : -1;
+}
+
+/* Has b placed the first FPDU's payload in its first receive? */
+static bool taken_placed(struct side *b, long long deadline)
+{
+	do {
+		if (vt_find_not(b->buf + DST_OFF, TAKEN_PAYLOAD,
+				TAKEN_FILL) < 0)
+			return true;
+		usleep(1000);
+	} while (vt_ms_left(deadline) > 0);
+	return false;
+}
+
+/* On new QPs: a receive a SEND has begun to fill, flushed (see top). */
+static void scenario_taken_flush(struct side *a, struct side *b,
+				 int gid_index)
+{
+	static const uint64_t ids[] = { TAKEN_ID_1, TAKEN_ID_2 };
+	static const enum ibv_wc_status flushed[] = {
+		IBV_WC_WR_FLUSH_ERR, IBV_WC_WR_FLUSH_ERR,
+	};
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+	const char *who, *step;
+	int fd = -1;
+
+	if (!b_accepts(a, b, "taken_flush"))
+		return;
+	step = raw_accepted(a, b, gid_index, &fd, &who);
+	if (!step) {
+		who = "b:";
+		/* After RTS: the receive engine takes them from the ring. */
+		if (post_recv_at(b, TAKEN_ID_1, dst(b, 0), TAKEN_RECV) ||
+		    post_recv_at(b, TAKEN_ID_2, dst(b, 8), TAKEN_RECV))
+			step = "ibv_post_recv";
+	}
+	if (!step && raw_send_first_fpdu(fd)) {
+		who = "raw client:";
+		step = "sending the SEND's first FPDU";
+	}
+	if (!step && !taken_placed(b, vt_deadline_in(WAIT_MS))) {
+		who = "b:";
+		step = "the first FPDU's payload placed";
+	}
+	if (!step && ibv_modify_qp(b->qp, &err, IBV_QP_STATE)) {
+		who = "b:";
+		step = "modify_qp to ERROR";
+	}
+	if (step)
+		vt_fail("taken_flush", "%s %s: %s", who, step, strerror(errno));
+	else
+		expect_wcs("taken_flush: a receive a SEND began to fill is flushed with its wr_id",
+			   b, ids, flushed, 2);
+	if (fd >= 0)
+		raw_reset(fd);
+}
+
 static void reset_bufs(struct side *a, struct side *b)
 {
 	memset(a->buf, FILL_A, BUF_SIZE);
@@ -1122,6 +1214,8 @@ static int run(const char *dev_a, const char *dev_b, int gid_index,
 		scenario_abandoned(&a, &b, gid_index);
 		scenario_swapped(&a, &b, gid_index);
 		scenario_full_socket(&a, &b, gid_index);
+		reset_bufs(&a, &b);
+		scenario_taken_flush(&a, &b, gid_index);
 	}
 out:
 	side_close(&a);
