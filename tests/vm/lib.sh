@@ -165,6 +165,26 @@ ceps_zero() {
 		/sys/kernel/debug/viw/ceps
 }
 
+# viw_trace_on EVENT...: record these tracepoints of viw (docs/
+# observability.md), mounting tracefs if need be; a test's failure path
+# shows them with viw_trace_show.  Without tracefs it does nothing.
+viw_trace_on() {
+	local t=/sys/kernel/tracing e
+	mountpoint -q "$t" || mount -t tracefs nodev "$t" 2>/dev/null || return 0
+	for e; do
+		echo 1 >"$t/events/viw/$e/enable" 2>/dev/null || true
+	done
+}
+
+# viw_trace_clear: empty the trace, so that it shows only what follows.
+viw_trace_clear() { : >/sys/kernel/tracing/trace 2>/dev/null || true; }
+
+# viw_trace_show FILE: keep the trace in FILE and print its last 40 events.
+viw_trace_show() {
+	grep -v '^#' /sys/kernel/tracing/trace >"$1" 2>/dev/null || true
+	tail -n 40 "$1" | cut -c1-200 | sed 's/^/    trace: /'
+}
+
 # rping_pair ADDR SIZE COUNT: rping -V (every transfer verified), server in
 # b, client in a; both must succeed.  The server must end within 30 s of
 # its client: it ends on the DISCONNECT of the client's close.

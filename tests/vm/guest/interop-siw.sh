@@ -30,6 +30,9 @@ add_link "$NS_B" siw_b siw "$IF_B"
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 echo "module viw +p" > /sys/kernel/debug/dynamic_debug/control
 knobs=/sys/kernel/debug/viw
+# Which side ended a connection that failed: shown with its outputs.
+viw_trace_on viw_cm_event viw_cm_close viw_qp_state viw_term_sent \
+	viw_term_rcvd viw_flush
 
 # mpa REV CRC: viw's MPA preferences for the next connections.
 mpa() {
@@ -64,6 +67,7 @@ pair() {
 
 rping_pair() {	# SERVER_NS CLIENT_NS SERVER_ADDR NAME
 	local sns=$1 cns=$2 addr=$3 name=$4 spid rc=0
+	viw_trace_clear
 	ip netns exec "$sns" timeout 60 rping -s -a "$addr" -C 10 -S 4096 -V \
 		</dev/null >"$VIW_OUT/$name.server" 2>&1 &
 	spid=$!
@@ -71,7 +75,11 @@ rping_pair() {	# SERVER_NS CLIENT_NS SERVER_ADDR NAME
 	ip netns exec "$cns" timeout 60 rping -c -a "$addr" -C 10 -S 4096 -V \
 		</dev/null >"$VIW_OUT/$name.client" 2>&1 || rc=$?
 	wait "$spid" || rc=$((rc ? rc : $?))
-	[ "$rc" = 0 ] || { cut -c1-200 "$VIW_OUT/$name".* >&2; die "$name failed ($rc)"; }
+	if [ "$rc" != 0 ]; then
+		cut -c1-200 "$VIW_OUT/$name".* >&2
+		viw_trace_show "$VIW_OUT/$name.trace" >&2
+		die "$name failed ($rc)"
+	fi
 	log "$name ok"
 }
 
