@@ -209,13 +209,9 @@ leftovers() {
 }
 
 trace_on() {
-	local t=/sys/kernel/tracing
-	mountpoint -q "$t" || mount -t tracefs nodev "$t" 2>/dev/null || return 0
-	echo 1 >"$t/events/rpcrdma/enable" 2>/dev/null || true
-	local e
-	for e in viw_cm_event viw_cm_close viw_qp_state viw_term_sent viw_term_rcvd; do
-		echo 1 >"$t/events/viw/$e/enable" 2>/dev/null || true
-	done
+	viw_trace_on viw_cm_event viw_cm_close viw_qp_state viw_term_sent \
+		viw_term_rcvd
+	echo 1 >/sys/kernel/tracing/events/rpcrdma/enable 2>/dev/null || true
 }
 
 trace_dump() {
