@@ -373,7 +373,7 @@ int viw_kpost_recv(struct viw_qp *qp, const struct ib_recv_wr *wr,
 			    rq->max_sge, &rv);
 	if (rv)
 		*bad_wr = wr;
-	viw_qp_rq_doorbell(qp);
+	viw_qp_rq_kposted(qp);
 	return rv;
 }
 

@@ -502,6 +502,20 @@ void viw_qp_rq_doorbell(struct viw_qp *qp)
 	viw_rq_doorbell(qp);
 }
 
+/*
+ * A kernel consumer posted to the RQ of a QP without SRQ.  The receive
+ * engine copies each RQE from the ring when a SEND needs it, so outside
+ * ERROR there is nothing to do: taking them here would copy each twice.
+ * In ERROR the new RQEs are flushed (ib_drain_rq's marker among them).
+ */
+void viw_qp_rq_kposted(struct viw_qp *qp)
+{
+	/* Orders the posts before the state read, as in viw_rq_doorbell(). */
+	smp_mb();
+	if (READ_ONCE(qp->state) == IB_QPS_ERR)
+		viw_rq_flush(qp);
+}
+
 /* ---- connection -------------------------------------------------------- */
 
 static bool viw_qp_can_connect(struct viw_qp *qp, struct viw_cep *cep)

@@ -207,6 +207,7 @@ bool viw_qp_await_retry(struct viw_qp *qp);
 void viw_qp_poll_doorbells(struct viw_device *vdev);
 void viw_qp_sq_doorbell(struct viw_qp *qp);
 void viw_qp_rq_doorbell(struct viw_qp *qp);
+void viw_qp_rq_kposted(struct viw_qp *qp);
 
 /*
  * The QP's state as the engines see it, without state_lock: predicates on
