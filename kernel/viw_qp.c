@@ -418,15 +418,23 @@ struct ib_qp *viw_iw_get_qp(struct ib_device *ibdev, int qpn)
  * The doorbells read the state after the process's posts; the full barrier
  * pairs with the one in viw_qp_error_locked(): either the flush there sees
  * the new WQEs, or the doorbell sees ERROR and flushes them itself.
+ * viw_rq_flush_in_error() is that look for the RQ, which a kernel
+ * consumer's post makes too; it returns true if the QP is in ERROR.
  */
+static bool viw_rq_flush_in_error(struct viw_qp *qp)
+{
+	/* Orders the posts before the state read; see above. */
+	smp_mb();
+	if (READ_ONCE(qp->state) != IB_QPS_ERR)
+		return false;
+	viw_rq_flush(qp);
+	return true;
+}
+
 static int viw_rq_doorbell(struct viw_qp *qp)
 {
-	/* Orders the process's posts before the state read; see above. */
-	smp_mb();
-	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
-		viw_rq_flush(qp);
+	if (viw_rq_flush_in_error(qp))
 		return 0;
-	}
 	if (viw_rq_take_all(qp)) {
 		ibdev_info_ratelimited(qp->ibqp.device,
 				       "QP %u: invalid receive WQE\n",
@@ -510,10 +518,7 @@ void viw_qp_rq_doorbell(struct viw_qp *qp)
  */
 void viw_qp_rq_kposted(struct viw_qp *qp)
 {
-	/* Orders the posts before the state read, as in viw_rq_doorbell(). */
-	smp_mb();
-	if (READ_ONCE(qp->state) == IB_QPS_ERR)
-		viw_rq_flush(qp);
+	viw_rq_flush_in_error(qp);
 }
 
 /* ---- connection -------------------------------------------------------- */
