@@ -28,7 +28,7 @@
  *	posting order.  Meanwhile a second thread keeps flipping the CQ's
  *	arm word in the mapped ring (issue 8, item 18b), which the kernel
  *	reads and clears with cmpxchg for every completion, with IRQs off.
- *	(tests/vm/guest/sec-mem-irqsoff.sh measures how long IRQs stay off.)
+ *	(bench/irqsoff measures how long IRQs stay off meanwhile.)
  *
  * The key of a CQ's ring is found in /proc/self/maps: the provider maps
  * the ring at that offset of the uverbs file, and it is the only mapping
