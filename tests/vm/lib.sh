@@ -349,7 +349,13 @@ pingpong_pair() {
 		</dev/null >"$VIW_OUT/$tag.client" 2>&1 || rc=$?
 	wait "$spid" || rc=$((rc ? rc : $?))
 	if [ "$rc" != 0 ]; then
-		tail -n 5 "$VIW_OUT/$tag.server" "$VIW_OUT/$tag.client" >&2
+		# The tools' errors go to stderr at once, their other lines to
+		# stdout at exit: an error sits above the address lines.
+		local side
+		for side in server client; do
+			echo "---- $tool's $side, its address lines left out:" >&2
+			grep -v "address:" "$VIW_OUT/$tag.$side" >&2 || true
+		done
 		die "$tool $* (server $sns, GID $gidx) failed: $rc"
 	fi
 	grep -hE "(bytes|iters) in" "$VIW_OUT/$tag.client"
