@@ -37,10 +37,8 @@
 
 /* Requests for QPs not yet in RTR a device holds at most. */
 #define VIW_DIRECT_MAX_PENDING	64
-/* The connection bound without a timeout attribute, and its limits. */
-#define VIW_DIRECT_WAIT_DEFAULT	(15 * HZ)
+/* The shortest connection bound (the others: VIW_IB_WAIT_*, viw_qp.h). */
 #define VIW_DIRECT_WAIT_MIN	(4 * HZ)
-#define VIW_DIRECT_WAIT_MAX	(60 * HZ)
 /* How long a reset QP's next RTR waits for its old stream to go. */
 #define VIW_DIRECT_REUSE_WAIT_MS	2000
 
@@ -131,13 +129,12 @@ static bool viw_direct_is_active(const union ib_gid *lgid, u32 lqpn,
  */
 static unsigned long viw_direct_bound(const struct viw_qp_ib_attrs *ib)
 {
-	u64 ns;
+	u64 ns = viw_qp_ib_retry_ns(ib);
 
-	if (!ib->timeout)
-		return VIW_DIRECT_WAIT_DEFAULT;
-	ns = (4096ULL << min_t(u8, ib->timeout, 31)) * (ib->retry_cnt + 1);
+	if (!ns)
+		return VIW_IB_WAIT_DEFAULT;
 	return clamp_t(u64, nsecs_to_jiffies64(ns), VIW_DIRECT_WAIT_MIN,
-		       VIW_DIRECT_WAIT_MAX);
+		       VIW_IB_WAIT_MAX);
 }
 
 static void viw_direct_arm(struct viw_direct_qp *dq)
@@ -188,7 +185,13 @@ static void viw_direct_failed(struct viw_cep *cep, struct viw_qp *qp,
  * once, and the two requests race).  If this QP sent nothing either, it
  * waits for the next attempt, bounded as from its RTR.
  *
- * A reset, a TERMINATE or a FIN with WRs in flight fails the QP now.
+ * On a connection with acknowledgements, a FIN or reset with WRs in
+ * flight leaves the QP as it is too, as InfiniBand's requester keeps
+ * retrying a peer that stopped answering: the WRs the peer never
+ * acknowledged fail when those retries would end (viw_qp_await_acks()).
+ *
+ * Otherwise a reset, a TERMINATE or a FIN with WRs in flight fails the
+ * QP now.
  */
 static void viw_direct_lost(struct viw_cep *cep, struct viw_qp *qp,
 			    bool graceful)
@@ -210,6 +213,12 @@ static void viw_direct_lost(struct viw_cep *cep, struct viw_qp *qp,
 		viw_direct_arm(dq);
 		return;
 	}
+	if (viw_qp_await_acks(qp)) {
+		ibdev_dbg(qp->ibqp.device,
+			  "QP %u: peer left, its unacknowledged WRs fail when retries would end\n",
+			  qp->ibqp.qp_num);
+		return;
+	}
 	viw_direct_fail(qp, NULL, -ECONNRESET);
 }
 
@@ -221,9 +230,11 @@ static void viw_direct_deadline(struct work_struct *work)
 
 	/*
 	 * The deadline is not cancelled when the QP enters ERROR, RESET or
-	 * INIT: then it finds nothing to fail, and counts nothing.
+	 * INIT: then it finds nothing to fail, and counts nothing.  Nor when
+	 * the stream comes up: a stream the peer ended since is no attempt
+	 * that failed (viw_qp_quiet_close(), viw_qp_await_acks()).
 	 */
-	if (!READ_ONCE(dq->qp->cep) &&
+	if (!READ_ONCE(dq->qp->cep) && !READ_ONCE(dq->qp->peer_closed) &&
 	    viw_direct_fail(dq->qp, NULL, -ETIMEDOUT))
 		viw_count(dq->qp->vdev, VIW_CNT_CONN_FAILED, 1);
 }
@@ -270,6 +281,7 @@ void viw_direct_prepare_reconnect(struct viw_qp *qp)
 	for (ms = 0; ms < VIW_DIRECT_REUSE_WAIT_MS && READ_ONCE(qp->cep); ms++)
 		usleep_range(1000, 2000);
 	cancel_delayed_work_sync(&dq->deadline);
+	viw_qp_stop_peer_wait(qp);
 	cancel_work_sync(&dq->retake);
 	mutex_lock(&qp->state_lock);
 	connecting = qp->state == IB_QPS_INIT && !qp->cep ? qp->connecting : NULL;
@@ -541,7 +553,7 @@ static void viw_direct_request(struct viw_cep *cep)
 	} else if (viw_direct_may_wait(qp, cep) &&
 		   dd->num_pending < VIW_DIRECT_MAX_PENDING) {
 		/* The QP is not in RTR yet: the request waits for it. */
-		viw_cep_direct_hold(cep, VIW_DIRECT_WAIT_MAX);
+		viw_cep_direct_hold(cep, VIW_IB_WAIT_MAX);
 		viw_cep_get(cep);
 		list_add_tail(&cep->pend_entry, &dd->pending);
 		dd->num_pending++;
@@ -550,7 +562,7 @@ static void viw_direct_request(struct viw_cep *cep)
 	}
 	mutex_unlock(&dd->lock);
 	if (accept) {
-		viw_cep_direct_hold(cep, VIW_DIRECT_WAIT_MAX);
+		viw_cep_direct_hold(cep, VIW_IB_WAIT_MAX);
 		viw_direct_take(qp, cep);
 	} else if (qp) {
 		viw_qp_put(qp);

@@ -41,6 +41,7 @@
 	 IB_QP_SQ_PSN | IB_QP_DEST_QPN)
 
 static void viw_qp_err_work(struct work_struct *work);
+static void viw_qp_peer_wait_end(struct work_struct *work);
 
 /* The state machine's and the engines' parts of a new QP (create_qp). */
 void viw_qp_init(struct viw_qp *qp)
@@ -52,6 +53,7 @@ void viw_qp_init(struct viw_qp *qp)
 	spin_lock_init(&qp->rd_lock);
 	spin_lock_init(&qp->rq.lock);
 	INIT_WORK(&qp->err_work, viw_qp_err_work);
+	INIT_DELAYED_WORK(&qp->peer_wait, viw_qp_peer_wait_end);
 	viw_tx_qp_init(qp);
 }
 
@@ -448,13 +450,70 @@ static int viw_rq_doorbell(struct viw_qp *qp)
 	return 0;
 }
 
+/**
+ * viw_qp_ib_retry_ns - how long an InfiniBand requester retries a peer
+ *	that does not answer: 4.096 us * 2^timeout a try, retry_cnt + 1 tries
+ * @ib: the QP's InfiniBand attributes
+ *
+ * Return: that time in ns, or 0 without a timeout ("for ever").
+ */
+u64 viw_qp_ib_retry_ns(const struct viw_qp_ib_attrs *ib)
+{
+	if (!ib->timeout)
+		return 0;
+	return (4096ULL << min_t(u8, ib->timeout, 31)) * (ib->retry_cnt + 1);
+}
+
+/* How long the WRs of a QP whose peer left wait for acknowledgements. */
+static unsigned long viw_qp_peer_wait_time(const struct viw_qp *qp)
+{
+	u64 ns = viw_qp_ib_retry_ns(&qp->ib);
+
+	if (!ns)
+		return VIW_IB_WAIT_DEFAULT;
+	return min_t(u64, nsecs_to_jiffies64(ns), VIW_IB_WAIT_MAX);
+}
+
+/* The wait of viw_qp_await_acks() ended: the QP fails, if it still waits. */
+static void viw_qp_peer_wait_end(struct work_struct *work)
+{
+	struct viw_qp *qp = container_of(to_delayed_work(work), struct viw_qp,
+					 peer_wait);
+	bool failed;
+
+	mutex_lock(&qp->state_lock);
+	failed = READ_ONCE(qp->peer_closed) &&
+		 (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS);
+	if (failed)
+		viw_qp_error_locked(qp);
+	mutex_unlock(&qp->state_lock);
+	if (failed)
+		viw_qp_event(qp, IB_EVENT_QP_FATAL);
+}
+
+/**
+ * viw_qp_stop_peer_wait - before the QP is destroyed or connects again
+ * @qp: the QP, not under state_lock
+ */
+void viw_qp_stop_peer_wait(struct viw_qp *qp)
+{
+	cancel_delayed_work_sync(&qp->peer_wait);
+}
+
 /*
- * A WR posted after the peer of a modify_qp connection closed quietly
- * (viw_qp_quiet_close) cannot be delivered: the QP fails as InfiniBand's
- * RC QP does when it finds its peer gone.
+ * A WR posted after the peer of a modify_qp connection closed
+ * (viw_qp_quiet_close) cannot be delivered.  The QP fails as InfiniBand's
+ * RC QP does when it finds its peer gone: on a connection with
+ * acknowledgements once its retries would end, measured from the first
+ * such WR (a later one does not move the end); on one without, now.
  */
 static void viw_qp_send_after_close(struct viw_qp *qp)
 {
+	if (READ_ONCE(qp->peer_ack)) {
+		queue_delayed_work(system_wq, &qp->peer_wait,
+				   viw_qp_peer_wait_time(qp));
+		return;
+	}
 	if (viw_qp_direct_error(qp, NULL))
 		viw_qp_event(qp, IB_EVENT_QP_FATAL);
 }
@@ -830,12 +889,45 @@ static bool viw_qp_stream_end_quiet(struct viw_qp *qp, bool peer_returns)
  * If nothing of its SQ is in flight (no WQE being sent, no READ waiting
  * for its response, nothing posted and not yet taken), the QP stays in
  * RTR or RTS with its receives posted, as an InfiniBand QP whose peer
- * went away does; viw_sq_doorbell() fails it at its next send.
+ * went away does; viw_sq_doorbell() fails it at its next send (with
+ * acknowledgements, when that send's retries would end).
  * Return: whether it stays.
  */
 bool viw_qp_quiet_close(struct viw_qp *qp)
 {
 	return viw_qp_stream_end_quiet(qp, false);
+}
+
+/**
+ * viw_qp_await_acks - a modify_qp connection's peer ended the stream
+ *	(FIN or reset) while WRs of the QP's SQ were in flight
+ * @qp: the QP
+ *
+ * On a connection with acknowledgements the QP stays in RTR or RTS, as an
+ * InfiniBand QP whose peer stopped answering keeps retrying: the peer's
+ * last acknowledgements, which went out before its FIN, have completed
+ * what it placed, and the WRs it never acknowledged fail, the QP with
+ * them, once those retries would end (viw_qp_peer_wait_time()).  A tool
+ * that still polls for its last completions then gets them first.
+ * Return: whether it stays.
+ */
+bool viw_qp_await_acks(struct viw_qp *qp)
+{
+	bool stays;
+
+	mutex_lock(&qp->state_lock);
+	mutex_lock(&qp->tx_lock);
+	stays = READ_ONCE(qp->peer_ack) &&
+		(qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS) &&
+		!viw_qp_sq_quiet(qp);
+	if (stays) {
+		WRITE_ONCE(qp->peer_closed, true);
+		mod_delayed_work(system_wq, &qp->peer_wait,
+				 viw_qp_peer_wait_time(qp));
+	}
+	mutex_unlock(&qp->tx_lock);
+	mutex_unlock(&qp->state_lock);
+	return stays;
 }
 
 /**

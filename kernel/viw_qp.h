@@ -76,6 +76,15 @@ struct viw_qp_ib_attrs {
 };
 
 /*
+ * The waits the InfiniBand attributes timeout and retry_cnt bound
+ * (viw_qp_ib_retry_ns()): without a timeout, which InfiniBand takes as
+ * "for ever", viw waits VIW_IB_WAIT_DEFAULT, and never more than
+ * VIW_IB_WAIT_MAX.
+ */
+#define VIW_IB_WAIT_DEFAULT	(15 * HZ)
+#define VIW_IB_WAIT_MAX		(60 * HZ)
+
+/*
  * Lock order, outermost first: a lock may be taken while one above it on
  * its line is held, never the other way round.
  *
@@ -83,7 +92,8 @@ struct viw_qp_ib_attrs {
  *	viw_iw_accept(), viw_cep_reply_received() -> viw_qp_connect() ->
  *	viw_tx_send_rtr();
  *	viw_cep_close() -> viw_qp_conn_lost(), viw_qp_disconnect();
- *	viw_direct_lost() -> viw_qp_quiet_close(); the TX sends under tx_lock
+ *	viw_direct_lost() -> viw_qp_quiet_close(), viw_qp_await_acks(); the
+ *	TX sends under tx_lock
  *   cep->lock -> qp->tx_lock	viw_cep_local_close(): viw_qp_llp_close()
  *   cep->lock -> socket lock	viw_cep_kick_rx(), releasing the socket
  *   accepted cep->lock -> its listener's cep->lock	(viw_cm.c)
@@ -138,7 +148,16 @@ struct viw_qp {
 	/* The CEP making that connection, referenced (viw_direct.c). */
 	struct viw_cep *connecting;
 	bool direct_started;		/* viw_direct_start() was called */
-	bool peer_closed;		/* its stream ended by a FIN, quietly */
+	/*
+	 * Its stream ended by the peer: by a FIN with nothing in flight
+	 * (quietly), or on an acknowledged connection with WRs in flight.
+	 */
+	bool peer_closed;
+	/*
+	 * Then the WRs the peer never acknowledged fail when an InfiniBand
+	 * requester would stop retrying (viw_qp_await_acks()).
+	 */
+	struct delayed_work peer_wait;
 	/*
 	 * modify_qp acceptor: the peer dropped the stream before it sent
 	 * anything on it, and the QP waits for its next attempt.
@@ -204,6 +223,9 @@ void viw_qp_rtr_received(struct viw_qp *qp);
 void viw_qp_event(struct viw_qp *qp, enum ib_event_type type);
 bool viw_qp_quiet_close(struct viw_qp *qp);
 bool viw_qp_await_retry(struct viw_qp *qp);
+bool viw_qp_await_acks(struct viw_qp *qp);
+void viw_qp_stop_peer_wait(struct viw_qp *qp);
+u64 viw_qp_ib_retry_ns(const struct viw_qp_ib_attrs *ib);
 void viw_qp_poll_doorbells(struct viw_device *vdev);
 void viw_qp_sq_doorbell(struct viw_qp *qp);
 void viw_qp_rq_doorbell(struct viw_qp *qp);

@@ -268,6 +268,7 @@ int viw_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	viw_qp_put(qp);
 	wait_for_completion(&qp->released);
 
+	viw_qp_stop_peer_wait(qp);
 	cancel_work_sync(&qp->err_work);
 	cancel_work_sync(&qp->tx_work);
 	viw_tx_abort(qp);

@@ -57,6 +57,18 @@
  *                the ring, and its completion comes from what the RQ kept
  *                of it (kernel/viw_wq.c)
  *
+ *   peer_left    on new QPs, b in RTS with retries of 2147 ms (timeout
+ *                16, retry_cnt 7) and a raw client that asked for
+ *                acknowledgements on b's connection.  b posts a SEND; the
+ *                client acknowledges nothing, sends a FIN and reads up to
+ *                b's.  b stays in RTS, nothing completed, no event: an
+ *                InfiniBand requester keeps retrying a peer that stopped
+ *                answering.  Once b's retries would end, b gets QP_FATAL
+ *                and the SEND is flushed.  Then, on new QPs, the FIN
+ *                comes with nothing in flight: b stays in RTS past its
+ *                connection bound (4 s after RTS), and a SEND it posts
+ *                then waits in the same way and fails the same way
+ *
  * With -D, instead, two scenarios whose windows are a few instructions
  * wide, which the VM test widens with debugfs bind_delay_ms (each binding
  * of a connection waits that long):
@@ -125,6 +137,18 @@
 #define FULL_WRS	16
 #define FULL_RCVBUF	4096
 #define FULL_POST_MS	1000
+/*
+ * peer_left: b's retries (4.096 us * 2^16 a try, 8 tries: 2147 ms), the
+ * least time before b gives up (a timer tick less: it counts in ticks),
+ * and how long after RTS b's connection bound has surely passed (its 4 s,
+ * the least there is, viw_direct.c).
+ */
+#define PEER_LEFT_TIMEOUT	16
+#define PEER_LEFT_RETRY		7
+#define PEER_LEFT_MIN_MS	(2147 - 20)
+#define PEER_LEFT_BOUND_MS	4500
+/* The private data's flag for acknowledgements (kernel/viw_cm.h). */
+#define PD_F_ACK		0x02
 /* taken_flush: the two receives, and the payload of the SEND's first FPDU */
 #define TAKEN_ID_1	0x5101
 #define TAKEN_ID_2	0x5102
@@ -729,10 +753,12 @@ static int read_all(int fd, uint8_t *buf, size_t len)
 
 /*
  * A raw TCP client from @from's address asks @to, as @from's QP, for a
- * modify_qp connection: the stream in *@fd, whose reads give up after
- * WAIT_MS.  Return: NULL, or what went wrong (nothing is left open then).
+ * modify_qp connection, with private data flags @pd_flags: the stream in
+ * *@fd, whose reads give up after WAIT_MS.  Return: NULL, or what went
+ * wrong (nothing is left open then).
  */
-static const char *raw_request(struct side *from, struct side *to, int *fd)
+static const char *raw_request_flags(struct side *from, struct side *to,
+				     uint8_t pd_flags, int *fd)
 {
 	uint8_t req[MPA_HDR_LEN + DIRECT_PD_LEN] = "MPA ID Req Frame";
 	uint32_t src = htobe32(from->qp->qp_num), dst = htobe32(to->qp->qp_num);
@@ -748,6 +774,7 @@ static const char *raw_request(struct side *from, struct side *to, int *fd)
 	req[19] = DIRECT_PD_LEN;
 	memcpy(req + 20, "viwD", 4);
 	req[24] = 1;				/* version */
+	req[25] = pd_flags;
 	memcpy(req + 28, &src, 4);
 	memcpy(req + 32, &dst, 4);
 
@@ -767,6 +794,12 @@ static const char *raw_request(struct side *from, struct side *to, int *fd)
 		*fd = -1;
 	}
 	return why;
+}
+
+/* The same, flags 0: no Immediate Data, no acknowledgements. */
+static const char *raw_request(struct side *from, struct side *to, int *fd)
+{
+	return raw_request_flags(from, to, 0, fd);
 }
 
 /* Read the accepting reply on raw stream @fd: NULL, or what went wrong. */
@@ -851,16 +884,23 @@ static const char *renew_qps_one_rts(struct side *a, struct side *b,
  * accepted (its reply read), in *@fd: NULL, or the step that failed,
  * with *@who naming the side.
  */
-static const char *raw_accepted(struct side *a, struct side *b,
-				int gid_index, int *fd, const char **who)
+static const char *raw_accepted_flags(struct side *a, struct side *b,
+				      int gid_index, uint8_t pd_flags, int *fd,
+				      const char **who)
 {
 	const char *step = renew_qps_one_rts(a, b, b, gid_index, who);
 
 	if (step)
 		return step;
 	*who = "raw client:";
-	step = raw_request(a, b, fd);
+	step = raw_request_flags(a, b, pd_flags, fd);
 	return step ? step : raw_read_reply(*fd);
+}
+
+static const char *raw_accepted(struct side *a, struct side *b,
+				int gid_index, int *fd, const char **who)
+{
+	return raw_accepted_flags(a, b, gid_index, 0, fd, who);
 }
 
 /* On new QPs: a request from a's address, dropped before anything else. */
@@ -1173,6 +1213,173 @@ static void scenario_taken_flush(struct side *a, struct side *b,
 		raw_reset(fd);
 }
 
+/* The next async event of b's context for b's QP within @ms, or -1. */
+static int b_qp_event(struct side *b, int ms)
+{
+	long long deadline = vt_deadline_in(ms);
+	int type;
+
+	do	/* -2: another QP's, from an earlier scenario */
+		type = vt_qp_async_event(b->ctx, b->qp, vt_ms_left(deadline));
+	while (type == -2);
+	return type;
+}
+
+/* b's retries: PEER_LEFT_TIMEOUT and PEER_LEFT_RETRY, set in RTS. */
+static int set_peer_left_retries(struct side *b)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_RTS,
+		.timeout = PEER_LEFT_TIMEOUT,
+		.retry_cnt = PEER_LEFT_RETRY,
+	};
+
+	return ibv_modify_qp(b->qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT);
+}
+
+/*
+ * New QPs, b in RTS with PEER_LEFT_* retries, and a raw client that
+ * asked for acknowledgements on b's connection, in *@fd: NULL, or the
+ * step that failed, with *@who naming the side.
+ */
+static const char *peer_left_setup(struct side *a, struct side *b,
+				   int gid_index, int *fd, const char **who)
+{
+	const char *step = raw_accepted_flags(a, b, gid_index, PD_F_ACK, fd,
+					      who);
+
+	if (step)
+		return step;
+	*who = "b:";
+	return set_peer_left_retries(b) ? "modify_qp RTS to RTS" : NULL;
+}
+
+/*
+ * The raw client's FIN, then all that b sends up to its own FIN, which
+ * b's CM sends once it has acted on the client's: NULL, or what failed.
+ */
+static const char *raw_fin_and_drain(int fd)
+{
+	uint8_t buf[4096];
+	ssize_t n;
+
+	if (shutdown(fd, SHUT_WR))
+		return "shutdown";
+	do
+		n = read(fd, buf, sizeof(buf));
+	while (n > 0);
+	return n ? "no FIN from b" : NULL;
+}
+
+/* b waits: in RTS, nothing completed, no event. */
+static void check_b_waits(struct side *b, const char *name)
+{
+	struct ibv_wc wc;
+	int state = vt_qp_state(b->qp);
+	int n = ibv_poll_cq(b->cq, 1, &wc);
+	int ev = b_qp_event(b, 0);
+
+	vt_check(state == IBV_QPS_RTS && n == 0 && ev == -1, name,
+		 "b in %s, %d completion(s) (%s), async event %d",
+		 vt_qp_state_str(state), n,
+		 n > 0 ? vt_wc_status_name(wc.status) : "-", ev);
+}
+
+/* b's SEND (wr_id 0) fails with QP_FATAL once b's retries would end. */
+static void check_b_gives_up(struct side *b, long long since,
+			     const char *name)
+{
+	static const uint64_t ids[] = { 0 };
+	static const enum ibv_wc_status flushed[] = { IBV_WC_WR_FLUSH_ERR };
+	int ev = b_qp_event(b, WAIT_MS);
+	long long took = vt_now_ms() - since;
+	char wcs_name[160];
+
+	vt_check(ev == IBV_EVENT_QP_FATAL && took >= PEER_LEFT_MIN_MS, name,
+		 "async event %d after %lld ms, want QP_FATAL after %d ms or more",
+		 ev, took, PEER_LEFT_MIN_MS);
+	vt_info("%s: after %lld ms", name, took);
+	snprintf(wcs_name, sizeof(wcs_name), "%s: the SEND is flushed", name);
+	expect_wcs(wcs_name, b, ids, flushed, 1);
+}
+
+/* On new QPs: a SEND in flight when the peer leaves (see top). */
+static void peer_left_in_flight(struct side *a, struct side *b,
+				int gid_index)
+{
+	static const struct op send = { IBV_WR_SEND, 0, 0, true };
+	const char *who, *step;
+	long long t0 = 0;
+	int fd = -1;
+
+	step = peer_left_setup(a, b, gid_index, &fd, &who);
+	if (!step && post_ops(b, &send, 1)) {
+		who = "b:";
+		step = "ibv_post_send";
+	}
+	if (!step) {
+		who = "raw client:";
+		t0 = vt_now_ms();
+		step = raw_fin_and_drain(fd);
+	}
+	if (step) {
+		vt_fail("peer_left", "%s %s: %s", who, step, strerror(errno));
+	} else {
+		check_b_waits(b, "peer_left: a SEND the peer never acknowledged waits after its FIN");
+		check_b_gives_up(b, t0, "peer_left: it fails when b's retries would end");
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+/* On new QPs: a SEND posted after the peer left quietly (see top). */
+static void peer_left_then_send(struct side *a, struct side *b,
+				int gid_index)
+{
+	static const struct op send = { IBV_WR_SEND, 0, 0, true };
+	const char *who, *step;
+	long long t_rts, t_post = 0;
+	int fd = -1, left;
+
+	step = peer_left_setup(a, b, gid_index, &fd, &who);
+	t_rts = vt_now_ms();
+	if (!step) {
+		who = "raw client:";
+		step = raw_fin_and_drain(fd);
+	}
+	if (step) {
+		vt_fail("peer_left_send", "%s %s: %s", who, step,
+			strerror(errno));
+		goto out;
+	}
+	check_b_waits(b, "peer_left_send: a FIN with nothing in flight leaves b in RTS");
+	left = vt_ms_left(t_rts + PEER_LEFT_BOUND_MS);
+	if (left > 0)
+		usleep(left * 1000);
+	check_b_waits(b, "peer_left_send: b's connection bound passing fails nothing");
+	t_post = vt_now_ms();
+	if (post_ops(b, &send, 1)) {
+		vt_fail("peer_left_send", "b: ibv_post_send: %s",
+			strerror(errno));
+		goto out;
+	}
+	check_b_waits(b, "peer_left_send: a SEND posted after the peer left waits");
+	check_b_gives_up(b, t_post, "peer_left_send: it fails when b's retries would end");
+out:
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Both: a connection with acknowledgements whose peer left. */
+static void scenario_peer_left(struct side *a, struct side *b, int gid_index)
+{
+	if (!b_accepts(a, b, "peer_left"))
+		return;
+	peer_left_in_flight(a, b, gid_index);
+	peer_left_then_send(a, b, gid_index);
+}
+
 static void reset_bufs(struct side *a, struct side *b)
 {
 	memset(a->buf, FILL_A, BUF_SIZE);
@@ -1216,6 +1423,7 @@ static int run(const char *dev_a, const char *dev_b, int gid_index,
 		scenario_full_socket(&a, &b, gid_index);
 		reset_bufs(&a, &b);
 		scenario_taken_flush(&a, &b, gid_index);
+		scenario_peer_left(&a, &b, gid_index);
 	}
 out:
 	side_close(&a);

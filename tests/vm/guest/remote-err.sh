@@ -15,7 +15,10 @@
 #   when it took the dropped attempt's request before the live one's
 #   (docs/semantics.md section 8, "Reset and connect again");
 #   a post of more than the socket holds returns when the peer reads
-#   nothing, and its WRITEs complete once the peer reads;
+#   nothing, and its WRITEs complete once the peer reads; a peer that
+#   leaves with a SEND unacknowledged, or before one is posted, leaves
+#   the QP in RTS until its retries would end (section 8, "A peer that
+#   stops answering"), and then the SEND is flushed;
 # - the acknowledgement counters count them, and an rdma_cm connection
 #   (whose private data is the consumer's) sends none;
 # - ibv_rc_pingpong still ends cleanly on both sides: each side's last

@@ -4,7 +4,7 @@
 # vmtest-cmdline: slub_debug=U,kmalloc-*,TCP*
 #
 # Issue 12, lane 4: a soak.  For SOAK_SECS (default 120: the suite's
-# version; scripts/soak runs 1800) five streams run at once between two
+# version; scripts/soak runs 1800) six streams run at once between two
 # viw hosts, each a loop until the time is up:
 #   verify  viw_verify -d SOAK_SECS on VERIFY_QPS QPs: one long-lived set
 #           of connections, WRITE and READ-back verified all along
@@ -13,6 +13,10 @@
 #           disconnect
 #   perf    ib_write_bw, ib_read_bw, ib_send_bw -R in turn
 #   rping   rping -V -C 20: connect, verified pings, disconnect
+#   pingpong ibv_srq_pingpong -q 16 -n 100 and ibv_rc_pingpong -n 200 in
+#           turn, over connections made by modify_qp: a tool whose peer
+#           finished first still ends cleanly (docs/semantics.md, "A peer
+#           that stops answering")
 # Every run of every stream must succeed (perftest's own clock and
 # listener failures are retried as lib.sh's perftest_retrying says).
 # Before and after, compared:
@@ -98,11 +102,25 @@ perf_once_soak() {
 
 rping_once() { rping_pair "$IP_B" 16000 20 >/dev/null; }
 
-# streams SECS: all five for SECS seconds; fails if one failed.
+# pingpong_once: the next of ibv_srq_pingpong (16 connections) and
+# ibv_rc_pingpong (one), the server on either host in turn.  In a
+# subshell: pingpong_pair dies on a failure, which until_end reports.
+pingpong_once() {
+	local n=$((pp_n++))
+
+	if ((n % 2)); then
+		(pingpong_pair ibv_rc_pingpong a b 1 -n 200 >/dev/null)
+	else
+		(pingpong_pair ibv_srq_pingpong b a 1 -q 16 -n 100 >/dev/null)
+	fi
+}
+
+# streams SECS: all six for SECS seconds; fails if one failed.
 streams() {
 	local pids=() p rc=0 vrc=0 vpid
 	end=$(awk -v u="$(cut -d' ' -f1 /proc/uptime)" -v s="$1" 'BEGIN { print u + s }')
 	perf_n=0
+	pp_n=0
 	in_b "$VERIFY" -s "$IP_B" -p "$VERIFY_PORT" -t $(($1 + 200)) \
 		>"$STATE/verify.server" 2>&1 &
 	vpid=$!
@@ -114,6 +132,7 @@ streams() {
 	until_end cma cma_once & pids+=($!)
 	until_end perf perf_once_soak & pids+=($!)
 	until_end rping rping_once & pids+=($!)
+	until_end pingpong pingpong_once & pids+=($!)
 	for p2 in "${pids[@]}"; do wait "$p2" || rc=1; done
 	wait "$p" || vrc=$?
 	grep '^SUMMARY' "$STATE/verify.client" || true
@@ -222,14 +241,15 @@ noise() {
 objects_both() { echo "$DEV_A: $(objects_of "$DEV_A")"; echo "$DEV_B: $(objects_of "$DEV_B")"; }
 
 conns_made() {
-	local v c m r
+	local v c m r p
 	v=$(grep -c '^ACCEPTED' "$STATE/verify.server" 2>/dev/null || true)
 	c=$(cat "$STATE/cma.runs" 2>/dev/null || echo 0)
 	m=$(cat "$STATE/perf.runs" 2>/dev/null || echo 0)
 	r=$(cat "$STATE/rping.runs" 2>/dev/null || echo 0)
+	p=$(cat "$STATE/pingpong.runs" 2>/dev/null || echo 0)
 	# viw_verify's (churn included), ucmatose's 4 a run, perftest's 2
-	# (control and data), rping's 1
-	echo $((v + 4 * c + 2 * m + r))
+	# (control and data), rping's 1, the pingpongs' 16 and 1 in turn
+	echo $((v + 4 * c + 2 * m + r + 16 * ((p + 1) / 2) + p / 2))
 }
 
 # ---- the run ----------------------------------------------------------------
@@ -260,7 +280,7 @@ obj_after=$(objects_both)
 log "objects after:  $(echo "$obj_after" | tr '\n' ' ')"
 [ "$obj_before" = "$obj_after" ] || die "object counts differ"
 conns=$(conns_made)
-for s in churn cma perf rping; do
+for s in churn cma perf rping pingpong; do
 	log "$s: $(cat "$STATE/$s.runs" 2>/dev/null || echo 0) runs"
 done
 cleanup_hosts || die "cleanup after the soak failed"
