@@ -418,6 +418,7 @@ static enum ib_wc_status viw_wc_status(u8 status)
 		[VIW_CQE_REM_OP_ERR] = IB_WC_REM_OP_ERR,
 		[VIW_CQE_GENERAL_ERR] = IB_WC_GENERAL_ERR,
 		[VIW_CQE_MW_BIND_ERR] = IB_WC_MW_BIND_ERR,
+		[VIW_CQE_RETRY_EXC_ERR] = IB_WC_RETRY_EXC_ERR,
 	};
 
 	return status <= VIW_CQE_STATUS_MAX ? map[status] : IB_WC_GENERAL_ERR;

@@ -105,6 +105,23 @@ static void viw_qp_set_kflags(struct viw_qp *qp, u32 kflags)
  */
 
 /*
+ * Take tx_lock, unless the transmit work waits in the socket for the peer
+ * to read: it holds tx_lock until the peer reads or the connection is
+ * aborted, which may be the caller's next step, so the caller must not
+ * wait for that.  Any other hold ends within a run of the engine.
+ * Return: whether tx_lock is held.  state_lock held.
+ */
+static bool viw_qp_lock_tx_bounded(struct viw_qp *qp)
+{
+	while (!mutex_trylock(&qp->tx_lock)) {
+		if (READ_ONCE(qp->tx_waiting_room))
+			return false;
+		usleep_range(50, 200);
+	}
+	return true;
+}
+
+/*
  * A QP in ERROR or RESET aborts its connection, or the attempt to make
  * one: the CEP of a modify_qp connection is qp->connecting until the
  * stream is up, and qp->cep too after.  state_lock held.
@@ -114,10 +131,13 @@ static void viw_qp_abort_conn(struct viw_qp *qp)
 	/*
 	 * What was placed is acknowledged before the reset: a consumer that
 	 * destroys its QP right after its last receive completed must not
-	 * get the peer's last SEND flushed (viw_tx_last_ack()).  If the
-	 * transmit engine holds tx_lock, it is sending that already.
+	 * get the peer's last SEND flushed (viw_tx_last_ack()).  A run of
+	 * the engine that holds tx_lock may have passed its acknowledgement
+	 * before that receive was placed, and the run the receive kicked
+	 * would find the connection gone: wait for the engine, unless it
+	 * waits for the peer to read, which then gets nothing more.
 	 */
-	if (qp->sock && mutex_trylock(&qp->tx_lock)) {
+	if (qp->sock && viw_qp_lock_tx_bounded(qp)) {
 		if (qp->sock)
 			viw_tx_last_ack(qp);
 		mutex_unlock(&qp->tx_lock);
@@ -474,6 +494,18 @@ static unsigned long viw_qp_peer_wait_time(const struct viw_qp *qp)
 	return min_t(u64, nsecs_to_jiffies64(ns), VIW_IB_WAIT_MAX);
 }
 
+/*
+ * A modify_qp connection's peer does not answer, or answers no more: the
+ * QP goes to ERROR as an InfiniBand QP whose retries ran out, its oldest
+ * WR with RETRY_EXC_ERR (viw_sq_retries_exceeded()).  Caller holds
+ * state_lock.
+ */
+static void viw_qp_give_up_locked(struct viw_qp *qp)
+{
+	viw_sq_retries_exceeded(qp);
+	viw_qp_error_locked(qp);
+}
+
 /* The wait of viw_qp_await_acks() ended: the QP fails, if it still waits. */
 static void viw_qp_peer_wait_end(struct work_struct *work)
 {
@@ -485,7 +517,7 @@ static void viw_qp_peer_wait_end(struct work_struct *work)
 	failed = READ_ONCE(qp->peer_closed) &&
 		 (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS);
 	if (failed)
-		viw_qp_error_locked(qp);
+		viw_qp_give_up_locked(qp);
 	mutex_unlock(&qp->state_lock);
 	if (failed)
 		viw_qp_event(qp, IB_EVENT_QP_FATAL);
@@ -868,16 +900,17 @@ static bool viw_qp_sq_quiet(struct viw_qp *qp)
  */
 static bool viw_qp_stream_end_quiet(struct viw_qp *qp, bool peer_returns)
 {
-	bool quiet;
+	bool quiet = false;
 
 	mutex_lock(&qp->state_lock);
-	mutex_lock(&qp->tx_lock);
-	quiet = viw_qp_sq_quiet(qp);
+	if (viw_qp_lock_tx_bounded(qp)) {
+		quiet = viw_qp_sq_quiet(qp);
+		mutex_unlock(&qp->tx_lock);
+	}
 	if (quiet && peer_returns)
 		qp->peer_retrying = true;
 	else if (quiet)
 		WRITE_ONCE(qp->peer_closed, true);
-	mutex_unlock(&qp->tx_lock);
 	mutex_unlock(&qp->state_lock);
 	return quiet;
 }
@@ -913,19 +946,22 @@ bool viw_qp_quiet_close(struct viw_qp *qp)
  */
 bool viw_qp_await_acks(struct viw_qp *qp)
 {
-	bool stays;
+	bool stays = false;
 
 	mutex_lock(&qp->state_lock);
-	mutex_lock(&qp->tx_lock);
-	stays = READ_ONCE(qp->peer_ack) &&
-		(qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS) &&
-		!viw_qp_sq_quiet(qp);
+	if (READ_ONCE(qp->peer_ack) &&
+	    (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS)) {
+		stays = true;
+		if (viw_qp_lock_tx_bounded(qp)) {
+			stays = !viw_qp_sq_quiet(qp);
+			mutex_unlock(&qp->tx_lock);
+		}
+	}
 	if (stays) {
 		WRITE_ONCE(qp->peer_closed, true);
 		mod_delayed_work(system_wq, &qp->peer_wait,
 				 viw_qp_peer_wait_time(qp));
 	}
-	mutex_unlock(&qp->tx_lock);
 	mutex_unlock(&qp->state_lock);
 	return stays;
 }
@@ -949,7 +985,8 @@ bool viw_qp_await_retry(struct viw_qp *qp)
 
 /**
  * viw_qp_direct_error - a modify_qp connection failed or broke
- *	(viw_direct.c): the QP goes to ERROR
+ *	(viw_direct.c): the QP goes to ERROR, its oldest WR with
+ *	RETRY_EXC_ERR, as InfiniBand's when its peer does not answer
  * @qp: the QP
  * @attempt: the connect attempt that failed, or NULL
  *
@@ -969,7 +1006,7 @@ bool viw_qp_direct_error(struct viw_qp *qp, const struct viw_cep *attempt)
 		qp->state != IB_QPS_INIT &&
 		(!attempt || attempt == qp->connecting);
 	if (moved)
-		viw_qp_error_locked(qp);
+		viw_qp_give_up_locked(qp);
 	mutex_unlock(&qp->state_lock);
 	return moved;
 }

@@ -92,8 +92,9 @@ struct viw_qp_ib_attrs {
  *	viw_iw_accept(), viw_cep_reply_received() -> viw_qp_connect() ->
  *	viw_tx_send_rtr();
  *	viw_cep_close() -> viw_qp_conn_lost(), viw_qp_disconnect();
- *	viw_direct_lost() -> viw_qp_quiet_close(), viw_qp_await_acks(); the
- *	TX sends under tx_lock
+ *	viw_direct_lost() -> viw_qp_quiet_close(), viw_qp_await_acks(),
+ *	which never wait for a TX that waits in a full socket
+ *	(viw_qp_lock_tx_bounded()); the TX sends under tx_lock
  *   cep->lock -> qp->tx_lock	viw_cep_local_close(): viw_qp_llp_close()
  *   cep->lock -> socket lock	viw_cep_kick_rx(), releasing the socket
  *   accepted cep->lock -> its listener's cep->lock	(viw_cm.c)
@@ -172,6 +173,8 @@ struct viw_qp {
 	struct work_struct tx_work;
 	struct mutex tx_lock;		/* serialises writes to the socket */
 	bool tx_direct;			/* under tx_lock: caller's context */
+	/* the work item waits in the socket for the peer to read */
+	bool tx_waiting_room;
 	/* the ORQ and IRQ (viw_read.c), and the TERMINATE fields below */
 	spinlock_t rd_lock;
 	/* the engines' own state (viw_engine.h), seen only by them */
@@ -316,6 +319,7 @@ bool viw_sq_posted_hint(struct viw_qp *qp);
 bool viw_sq_take(struct viw_qp *qp, struct viw_sqe *sqe);
 void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status);
 void viw_sq_fail_oldest(struct viw_qp *qp, u8 status);
+void viw_sq_retries_exceeded(struct viw_qp *qp);
 bool viw_sq_idle(struct viw_qp *qp);
 int viw_rq_take(struct viw_qp *qp, struct viw_rqe *rqe, u32 *index);
 int viw_rq_take_all(struct viw_qp *qp);

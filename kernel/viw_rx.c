@@ -871,8 +871,12 @@ static int viw_rx_end_send(struct viw_qp *qp)
 		viw_rx_complete_rqe(qp, VIW_CQE_REM_INV_REQ_ERR);
 		return -EPROTO;
 	}
-	viw_rx_complete_rqe(qp, VIW_CQE_SUCCESS);
+	/*
+	 * Counted before the completion: a consumer that polls it and
+	 * destroys its QP at once acknowledges it (viw_tx_last_ack()).
+	 */
 	viw_rx_placed(rx);
+	viw_rx_complete_rqe(qp, VIW_CQE_SUCCESS);
 	return 0;
 }
 

@@ -324,25 +324,53 @@ static int viw_tx_wait_direct(struct viw_qp *qp)
 	return 0;
 }
 
-/* Write all of @msg's iterator to the socket, blocking as needed. */
+/*
+ * The work item found the socket full: it waits in it from now on, with
+ * tx_lock held, until the peer reads or the connection is aborted.  The
+ * flag tells the QP layer not to wait for tx_lock meanwhile
+ * (viw_qp_lock_tx_bounded()).
+ */
+static void viw_tx_wait_room(struct viw_qp *qp, struct msghdr *msg)
+{
+	WRITE_ONCE(qp->tx_waiting_room, true);
+	msg->msg_flags &= ~MSG_DONTWAIT;
+}
+
+/*
+ * Write all of @msg's iterator to the socket, waiting for room as needed.
+ * Each write tries without waiting first, so that a wait is known.
+ */
 static int viw_tx_sendmsg(struct viw_qp *qp, struct msghdr *msg)
 {
-	if (qp->tx_direct)
-		msg->msg_flags |= MSG_DONTWAIT;
-	while (msg_data_left(msg)) {
-		int rv = sock_sendmsg(qp->sock, msg);
+	int rv = 0;
 
+	msg->msg_flags |= MSG_DONTWAIT;
+	while (msg_data_left(msg)) {
+		rv = sock_sendmsg(qp->sock, msg);
 		if (rv == -EAGAIN || rv == -EINTR || rv == -ERESTARTSYS) {
+			rv = 0;
+			/*
+			 * The work item finishes its FPDUs even when the QP
+			 * stopped meanwhile: a TERMINATE may follow them.
+			 */
+			if (!qp->tx_direct) {
+				viw_tx_wait_room(qp, msg);
+				continue;
+			}
 			if (!viw_qp_tx_open(qp))
 				return -ECONNABORTED;
-			if (qp->tx_direct && viw_tx_wait_direct(qp))
+			if (viw_tx_wait_direct(qp))
 				return -EINTR;
 			continue;
 		}
-		if (rv <= 0)
-			return rv ? rv : -EPIPE;
+		if (rv <= 0) {
+			rv = rv ? rv : -EPIPE;
+			break;
+		}
+		rv = 0;
 	}
-	return 0;
+	WRITE_ONCE(qp->tx_waiting_room, false);
+	return rv;
 }
 
 /*

@@ -634,20 +634,58 @@ bool viw_sq_idle(struct viw_qp *qp)
 	return !viw_rp_wqe_posted(viw_rp_wqe_flags(slot));
 }
 
+/*
+ * Give the oldest unfinished SQE the engine took @status; false if it
+ * took none.  Caller holds sq.lock.
+ */
+static bool viw_sq_fail_oldest_taken(struct viw_qp *qp, u8 status)
+{
+	struct viw_wq *sq = &qp->sq;
+	u32 i;
+
+	for (i = sq->done; i != sq->fetch; i++) {
+		if (*viw_wq_status(sq, i) == VIW_WQE_PENDING) {
+			viw_sq_error_at(qp, i, status);
+			return true;
+		}
+	}
+	return false;
+}
+
 /* The peer reported an error: the oldest unfinished SQE takes it. */
 void viw_sq_fail_oldest(struct viw_qp *qp, u8 status)
 {
 	struct viw_wq *sq = &qp->sq;
 	unsigned long flags;
-	u32 i;
 
 	spin_lock_irqsave(&sq->lock, flags);
-	for (i = sq->done; i != sq->fetch; i++) {
-		if (*viw_wq_status(sq, i) == VIW_WQE_PENDING) {
-			viw_sq_error_at(qp, i, status);
-			break;
-		}
-	}
+	viw_sq_fail_oldest_taken(qp, status);
+	viw_sq_retire_finished(qp);
+	spin_unlock_irqrestore(&sq->lock, flags);
+}
+
+/**
+ * viw_sq_retries_exceeded - the peer stopped answering for good
+ * @qp: the QP, state_lock and tx_lock held, about to go to ERROR
+ *
+ * As an InfiniBand requester whose retries ran out, the oldest WR not
+ * completed fails with RETRY_EXC_ERR, whether the engine took it or it
+ * still waits in the ring (posted before the connection came up or after
+ * the peer left); the flush that follows completes the rest with
+ * FLUSH_ERR.  Not if a WR failed already, with the status the peer's
+ * TERMINATE gave it: the rest are flushed.
+ */
+void viw_sq_retries_exceeded(struct viw_qp *qp)
+{
+	struct viw_wq *sq = &qp->sq;
+	struct viw_sqe sqe;
+	unsigned long flags;
+
+	spin_lock_irqsave(&sq->lock, flags);
+	if (!sq->failed &&
+	    !viw_sq_fail_oldest_taken(qp, VIW_CQE_RETRY_EXC_ERR) &&
+	    sq->done == sq->fetch && viw_sq_take(qp, &sqe))
+		viw_sq_error_at(qp, sq->done, VIW_CQE_RETRY_EXC_ERR);
 	viw_sq_retire_finished(qp);
 	spin_unlock_irqrestore(&sq->lock, flags);
 }

@@ -230,7 +230,8 @@ enum viw_cqe_status {
 	VIW_CQE_REM_OP_ERR = 9,
 	VIW_CQE_GENERAL_ERR = 10,
 	VIW_CQE_MW_BIND_ERR = 11,
-	VIW_CQE_STATUS_MAX = VIW_CQE_MW_BIND_ERR,
+	VIW_CQE_RETRY_EXC_ERR = 12,	/* modify_qp connections: peer silent */
+	VIW_CQE_STATUS_MAX = VIW_CQE_RETRY_EXC_ERR,
 };
 
 struct viw_cqe {

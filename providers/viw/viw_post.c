@@ -540,6 +540,7 @@ static const enum ibv_wc_status viw_wc_status[VIW_CQE_STATUS_MAX + 1] = {
 	[VIW_CQE_REM_OP_ERR] = IBV_WC_REM_OP_ERR,
 	[VIW_CQE_GENERAL_ERR] = IBV_WC_GENERAL_ERR,
 	[VIW_CQE_MW_BIND_ERR] = IBV_WC_MW_BIND_ERR,
+	[VIW_CQE_RETRY_EXC_ERR] = IBV_WC_RETRY_EXC_ERR,
 };
 
 static enum ibv_wc_status viw_map_status(uint8_t status)

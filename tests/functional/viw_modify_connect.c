@@ -12,16 +12,25 @@
  *   --expect ok    the SEND and the receive complete with success (the
  *                  peer runs this program too)
  *   --expect fail  the connection cannot be made: IBV_EVENT_QP_FATAL
- *                  arrives, the QP is in ERROR, and every WR, those posted
- *                  before and one of each posted after, completes with
- *                  IBV_WC_WR_FLUSH_ERR
+ *                  arrives and the QP is in ERROR; every WR but the SEND,
+ *                  the receive posted before and one of each posted after,
+ *                  completes with IBV_WC_WR_FLUSH_ERR.  The SEND completes
+ *                  with IBV_WC_RETRY_EXC_ERR if the QP failed after it was
+ *                  posted, as on InfiniBand when nobody answers, and with
+ *                  IBV_WC_WR_FLUSH_ERR if before: a refusal may come
+ *                  before the post
+ *   --expect timeout
+ *                  as fail, for a peer that never answers: the QP fails
+ *                  only when its bound passes, after the post, and the
+ *                  SEND must complete with IBV_WC_RETRY_EXC_ERR
  *   --expect peer-gone --wait-file F
  *                  as ok, then a receive is posted and, once F exists
  *                  (the shell creates it when the peer has destroyed its
  *                  QP and the stream is closed), the QP is still in RTS,
  *                  its receive not flushed and no event raised, as on
  *                  InfiniBand; the next SEND then fails the QP:
- *                  IBV_EVENT_QP_FATAL, ERROR, and both WRs FLUSH_ERR
+ *                  IBV_EVENT_QP_FATAL, ERROR, the SEND RETRY_EXC_ERR and
+ *                  the receive FLUSH_ERR
  *   --destroy-after MS, --exit-after MS
  *                  destroy everything (or exit without cleaning up) MS
  *                  milliseconds after RTR, while the connection is made
@@ -224,6 +233,8 @@ static void check_fail(const struct opts *o, struct res *r)
 {
 	long long t0 = vt_now_ms();
 	struct ibv_wc wc[4];
+	/* none polled: a status no WR gets here */
+	enum ibv_wc_status send_status = IBV_WC_GENERAL_ERR;
 	int ev, n, i, flushed = 0;
 
 	ev = wait_async(r, o->secs * 1000);
@@ -236,10 +247,47 @@ static void check_fail(const struct opts *o, struct res *r)
 	vt_check(!post_send(r, 12) && !post_recv(r, 2), "post in ERROR",
 		 "%s", strerror(errno));
 	n = vt_poll_cq_until(r->ep.cq, wc, 4, vt_deadline_in(5000));
-	for (i = 0; i < n; i++)
-		flushed += wc[i].status == IBV_WC_WR_FLUSH_ERR;
-	vt_check(n == 4 && flushed == 4, "all WRs flushed",
-		 "%d completions, %d FLUSH_ERR", n, flushed);
+	for (i = 0; i < n; i++) {
+		if (wc[i].wr_id == 11)
+			send_status = wc[i].status;
+		else
+			flushed += wc[i].status == IBV_WC_WR_FLUSH_ERR;
+	}
+	if (!strcmp(o->expect, "timeout"))
+		vt_check(send_status == IBV_WC_RETRY_EXC_ERR,
+			 "the SEND exceeds its retries (RETRY_EXC_ERR)",
+			 "%s", vt_wc_status_name(send_status));
+	else
+		vt_check(send_status == IBV_WC_RETRY_EXC_ERR ||
+			 send_status == IBV_WC_WR_FLUSH_ERR,
+			 "the SEND exceeds its retries, or is flushed if posted after the failure",
+			 "%s", vt_wc_status_name(send_status));
+	vt_check(n == 4 && flushed == 3, "the other WRs flushed",
+		 "%d completions, %d FLUSH_ERR of 3", n, flushed);
+}
+
+/*
+ * Poll the SEND @send_id and the receive: the SEND exceeded its retries,
+ * the receive is flushed.
+ */
+static void check_send_gave_up(struct res *r, uint64_t send_id)
+{
+	struct ibv_wc wc[2];
+	bool retry_exc = false, flushed = false;
+	int n, i;
+
+	n = vt_poll_cq_until(r->ep.cq, wc, 2, vt_deadline_in(5000));
+	for (i = 0; i < n; i++) {
+		if (wc[i].wr_id == send_id)
+			retry_exc = wc[i].status == IBV_WC_RETRY_EXC_ERR;
+		else
+			flushed = wc[i].status == IBV_WC_WR_FLUSH_ERR;
+	}
+	vt_check(n == 2 && retry_exc && flushed,
+		 "SEND exceeds its retries, receive flushed",
+		 "%d completions: %s, %s", n,
+		 n > 0 ? ibv_wc_status_str(wc[0].status) : "-",
+		 n > 1 ? ibv_wc_status_str(wc[1].status) : "-");
 }
 
 /* Wait until @path exists; false if it did not within @ms. */
@@ -262,7 +310,7 @@ static bool wait_file(const char *path, int ms)
 static void check_peer_gone(const struct opts *o, struct res *r)
 {
 	struct ibv_wc wc[2];
-	int ev, n, i, flushed = 0;
+	int ev, n;
 
 	check_ok(o, r);
 	vt_check(!post_recv(r, 3), "post a receive", "%s", strerror(errno));
@@ -285,11 +333,7 @@ static void check_peer_gone(const struct opts *o, struct res *r)
 		 "got %d (%s)", ev, ev >= 0 ? ibv_event_type_str(ev) : "none");
 	vt_check(vt_qp_state(r->ep.qp) == IBV_QPS_ERR, "QP in ERROR", "state %s",
 		 vt_qp_state_str(vt_qp_state(r->ep.qp)));
-	n = vt_poll_cq_until(r->ep.cq, wc, 2, vt_deadline_in(5000));
-	for (i = 0; i < n; i++)
-		flushed += wc[i].status == IBV_WC_WR_FLUSH_ERR;
-	vt_check(n == 2 && flushed == 2, "SEND and receive flushed",
-		 "%d completions, %d FLUSH_ERR", n, flushed);
+	check_send_gave_up(r, 13);
 }
 
 static void hold(const struct opts *o)
@@ -456,7 +500,7 @@ int main(int argc, char **argv)
 		return vt_finish();
 	}
 	if (!o.dev || !o.dgid || (o.dqpn < 0 && !o.dqpn_file)) {
-		fprintf(stderr, "usage: %s -d DEV [-g GID_INDEX] --dgid ADDR (--dqpn N | --dqpn-file F) [--qpn-file F] [--timeout T] [--retry N] [--expect ok|fail|peer-gone --wait-file F] [--destroy-after MS | --exit-after MS] [--secs S]\n"
+		fprintf(stderr, "usage: %s -d DEV [-g GID_INDEX] --dgid ADDR (--dqpn N | --dqpn-file F) [--qpn-file F] [--timeout T] [--retry N] [--expect ok|fail|timeout|peer-gone --wait-file F] [--destroy-after MS | --exit-after MS] [--secs S]\n"
 			"       %s -d DEV --hold SECS [--qpn-file F]\n"
 			"       %s --cm-connect HOST:PORT --dqpn N\n",
 			argv[0], argv[0], argv[0]);

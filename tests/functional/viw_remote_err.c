@@ -48,6 +48,14 @@
  *                RTS.  The client then reads: every WRITE completes with
  *                success.  Then b posts as many again, to its idle engine,
  *                the client reading throughout: they complete too
+ *   full_fin     the same, on new QPs, but the client, still reading
+ *                nothing, sends a FIN while b's transmit work waits for
+ *                room in the socket.  A FIN with WRs in flight fails b at
+ *                once (no acknowledgements): QP_FATAL and ERROR within
+ *                WAIT_MS, the WRITEs TCP took whole complete with
+ *                success, the one being sent with RETRY_EXC_ERR and the
+ *                rest are flushed.  The CM that handles the FIN must not
+ *                wait for the transmit work, which waits for a reader
  *   taken_flush  on new QPs, b in RTS and a raw client on its connection.
  *                b posts two receives; the client sends the first FPDU
  *                of a SEND, not its last, and once its payload is placed
@@ -59,15 +67,16 @@
  *
  *   peer_left    on new QPs, b in RTS with retries of 2147 ms (timeout
  *                16, retry_cnt 7) and a raw client that asked for
- *                acknowledgements on b's connection.  b posts a SEND; the
- *                client acknowledges nothing, sends a FIN and reads up to
- *                b's.  b stays in RTS, nothing completed, no event: an
- *                InfiniBand requester keeps retrying a peer that stopped
- *                answering.  Once b's retries would end, b gets QP_FATAL
- *                and the SEND is flushed.  Then, on new QPs, the FIN
- *                comes with nothing in flight: b stays in RTS past its
- *                connection bound (4 s after RTS), and a SEND it posts
- *                then waits in the same way and fails the same way
+ *                acknowledgements on b's connection.  b posts two SENDs;
+ *                the client acknowledges nothing, sends a FIN and reads
+ *                up to b's.  b stays in RTS, nothing completed, no event:
+ *                an InfiniBand requester keeps retrying a peer that
+ *                stopped answering.  Once b's retries would end, b gets
+ *                QP_FATAL, the first SEND fails with RETRY_EXC_ERR and
+ *                the second is flushed.  Then, on new QPs, the FIN comes
+ *                with nothing in flight: b stays in RTS past its
+ *                connection bound (4 s after RTS), and two SENDs it posts
+ *                then wait in the same way and fail the same way
  *
  * With -D, instead, two scenarios whose windows are a few instructions
  * wide, which the VM test widens with debugfs bind_delay_ms (each binding
@@ -137,6 +146,7 @@
 #define FULL_WRS	16
 #define FULL_RCVBUF	4096
 #define FULL_POST_MS	1000
+#define FULL_FIN_WAIT_MS	300
 /*
  * peer_left: b's retries (4.096 us * 2^16 a try, 8 tries: 2147 ms), the
  * least time before b gives up (a timer tick less: it counts in ticks),
@@ -1007,6 +1017,18 @@ static void scenario_swapped(struct side *a, struct side *b, int gid_index)
 		 "%s %s (errno: %s)", who, step, strerror(errno));
 }
 
+/* The next async event of b's context for b's QP within @ms, or -1. */
+static int b_qp_event(struct side *b, int ms)
+{
+	long long deadline = vt_deadline_in(ms);
+	int type;
+
+	do	/* -2: another QP's, from an earlier scenario */
+		type = vt_qp_async_event(b->ctx, b->qp, vt_ms_left(deadline));
+	while (type == -2);
+	return type;
+}
+
 /* FULL_WRS signaled WRITEs of @s's whole buffer, in one call. */
 static int post_full_writes(struct side *s)
 {
@@ -1136,6 +1158,76 @@ static void scenario_full_socket(struct side *a, struct side *b,
 }
 
 /*
+ * The WRITEs of full_fin: those TCP took whole complete with success, the
+ * next with RETRY_EXC_ERR and the rest are flushed: NULL, or what differs.
+ */
+static const char *full_fin_wcs(struct side *b, char *why, size_t len)
+{
+	struct ibv_wc wc[FULL_WRS];
+	int n, i = 0, sent;
+
+	n = vt_poll_cq_until(b->cq, wc, FULL_WRS, vt_deadline_in(WAIT_MS));
+	while (i < n && wc[i].status == IBV_WC_SUCCESS)
+		i++;
+	sent = i;
+	if (i < n && wc[i].status == IBV_WC_RETRY_EXC_ERR)
+		i++;
+	while (i < n && wc[i].status == IBV_WC_WR_FLUSH_ERR)
+		i++;
+	if (n == FULL_WRS && i == n && sent < n)
+		return NULL;
+	snprintf(why, len, "%d of %d completions, %d successful, completion %d %s",
+		 n, FULL_WRS, sent, i, i < n ? vt_wc_status_name(wc[i].status) : "-");
+	return why;
+}
+
+/*
+ * On new QPs: b's WRITEs fill its socket to a raw client that reads
+ * nothing, so that its transmit work waits for room, and the client
+ * sends a FIN (see top).
+ */
+static void scenario_full_fin(struct side *a, struct side *b, int gid_index)
+{
+	int rcvbuf = FULL_RCVBUF, fd = -1, ev;
+	const char *who, *step;
+	char why[128];
+
+	if (!b_accepts(a, b, "full_fin"))
+		return;
+	step = raw_accepted(a, b, gid_index, &fd, &who);
+	if (!step && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+				sizeof(rcvbuf)))
+		step = "SO_RCVBUF";
+	if (!step) {
+		who = "b:";
+		if (post_full_writes(b))
+			step = "ibv_post_send";
+	}
+	if (!step) {
+		/* the work item takes over the full socket, and waits in it */
+		usleep(FULL_FIN_WAIT_MS * 1000);
+		who = "raw client:";
+		if (shutdown(fd, SHUT_WR))
+			step = "shutdown";
+	}
+	if (step) {
+		vt_fail("full_fin", "%s %s: %s", who, step, strerror(errno));
+	} else {
+		ev = b_qp_event(b, WAIT_MS);
+		vt_check(ev == IBV_EVENT_QP_FATAL &&
+			 vt_qp_state(b->qp) == IBV_QPS_ERR,
+			 "full_fin: a FIN while b's transmit waits for room fails b",
+			 "async event %d, b in %s", ev,
+			 vt_qp_state_str(vt_qp_state(b->qp)));
+		step = full_fin_wcs(b, why, sizeof(why));
+		vt_check(!step, "full_fin: the WRITE being sent exceeds its retries, the rest are flushed",
+			 "%s", step);
+	}
+	if (fd >= 0)
+		raw_reset(fd);
+}
+
+/*
  * The first FPDU of the raw client's first SEND, not its last (RFC 5044
  * framing, no CRC asked; RFC 5041 untagged header, RFC 5040 SEND):
  * TAKEN_PAYLOAD bytes of TAKEN_FILL at MO 0 of message 1 of queue 0.
@@ -1213,18 +1305,6 @@ static void scenario_taken_flush(struct side *a, struct side *b,
 		raw_reset(fd);
 }
 
-/* The next async event of b's context for b's QP within @ms, or -1. */
-static int b_qp_event(struct side *b, int ms)
-{
-	long long deadline = vt_deadline_in(ms);
-	int type;
-
-	do	/* -2: another QP's, from an earlier scenario */
-		type = vt_qp_async_event(b->ctx, b->qp, vt_ms_left(deadline));
-	while (type == -2);
-	return type;
-}
-
 /* b's retries: PEER_LEFT_TIMEOUT and PEER_LEFT_RETRY, set in RTS. */
 static int set_peer_left_retries(struct side *b)
 {
@@ -1286,12 +1366,18 @@ static void check_b_waits(struct side *b, const char *name)
 		 n > 0 ? vt_wc_status_name(wc.status) : "-", ev);
 }
 
-/* b's SEND (wr_id 0) fails with QP_FATAL once b's retries would end. */
+/*
+ * b's SENDs (wr_ids 0 and 1) fail with QP_FATAL once b's retries would
+ * end: the oldest with RETRY_EXC_ERR, as InfiniBand reports the WR whose
+ * retries ran out, and the other flushed.
+ */
 static void check_b_gives_up(struct side *b, long long since,
 			     const char *name)
 {
-	static const uint64_t ids[] = { 0 };
-	static const enum ibv_wc_status flushed[] = { IBV_WC_WR_FLUSH_ERR };
+	static const uint64_t ids[] = { 0, 1 };
+	static const enum ibv_wc_status failed[] = {
+		IBV_WC_RETRY_EXC_ERR, IBV_WC_WR_FLUSH_ERR,
+	};
 	int ev = b_qp_event(b, WAIT_MS);
 	long long took = vt_now_ms() - since;
 	char wcs_name[160];
@@ -1300,21 +1386,25 @@ static void check_b_gives_up(struct side *b, long long since,
 		 "async event %d after %lld ms, want QP_FATAL after %d ms or more",
 		 ev, took, PEER_LEFT_MIN_MS);
 	vt_info("%s: after %lld ms", name, took);
-	snprintf(wcs_name, sizeof(wcs_name), "%s: the SEND is flushed", name);
-	expect_wcs(wcs_name, b, ids, flushed, 1);
+	snprintf(wcs_name, sizeof(wcs_name),
+		 "%s: the first SEND exceeds its retries, the second is flushed",
+		 name);
+	expect_wcs(wcs_name, b, ids, failed, 2);
 }
 
 /* On new QPs: a SEND in flight when the peer leaves (see top). */
 static void peer_left_in_flight(struct side *a, struct side *b,
 				int gid_index)
 {
-	static const struct op send = { IBV_WR_SEND, 0, 0, true };
+	static const struct op send[] = {
+		{ IBV_WR_SEND, 0, 0, true }, { IBV_WR_SEND, 0, 0, true },
+	};
 	const char *who, *step;
 	long long t0 = 0;
 	int fd = -1;
 
 	step = peer_left_setup(a, b, gid_index, &fd, &who);
-	if (!step && post_ops(b, &send, 1)) {
+	if (!step && post_ops(b, send, 2)) {
 		who = "b:";
 		step = "ibv_post_send";
 	}
@@ -1337,7 +1427,9 @@ static void peer_left_in_flight(struct side *a, struct side *b,
 static void peer_left_then_send(struct side *a, struct side *b,
 				int gid_index)
 {
-	static const struct op send = { IBV_WR_SEND, 0, 0, true };
+	static const struct op send[] = {
+		{ IBV_WR_SEND, 0, 0, true }, { IBV_WR_SEND, 0, 0, true },
+	};
 	const char *who, *step;
 	long long t_rts, t_post = 0;
 	int fd = -1, left;
@@ -1359,7 +1451,7 @@ static void peer_left_then_send(struct side *a, struct side *b,
 		usleep(left * 1000);
 	check_b_waits(b, "peer_left_send: b's connection bound passing fails nothing");
 	t_post = vt_now_ms();
-	if (post_ops(b, &send, 1)) {
+	if (post_ops(b, send, 2)) {
 		vt_fail("peer_left_send", "b: ibv_post_send: %s",
 			strerror(errno));
 		goto out;
@@ -1421,6 +1513,7 @@ static int run(const char *dev_a, const char *dev_b, int gid_index,
 		scenario_abandoned(&a, &b, gid_index);
 		scenario_swapped(&a, &b, gid_index);
 		scenario_full_socket(&a, &b, gid_index);
+		scenario_full_fin(&a, &b, gid_index);
 		reset_bufs(&a, &b);
 		scenario_taken_flush(&a, &b, gid_index);
 		scenario_peer_left(&a, &b, gid_index);

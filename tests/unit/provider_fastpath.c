@@ -550,7 +550,10 @@ static const enum ibv_wc_status want_status[] = {
 	IBV_WC_LOC_PROT_ERR, IBV_WC_WR_FLUSH_ERR, IBV_WC_BAD_RESP_ERR,
 	IBV_WC_LOC_ACCESS_ERR, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_ACCESS_ERR,
 	IBV_WC_REM_OP_ERR, IBV_WC_GENERAL_ERR, IBV_WC_MW_BIND_ERR,
+	IBV_WC_RETRY_EXC_ERR,
 };
+_Static_assert(sizeof(want_status) / sizeof(want_status[0]) ==
+	       VIW_CQE_STATUS_MAX + 1, "want_status names every viw_cqe_status");
 
 static void test_poll_status(void)
 {

@@ -72,8 +72,8 @@ mc a noqp --dgid "$IP_B" --dqpn 4000 --expect fail
 # Nobody answers: a connects to an address without a host (no ARP reply);
 # b waits as acceptor for a QP of a that never connects.  timeout 18 with
 # retry 0 bounds the attempt to its minimum, 4 s.
-mc a silent-active --dgid 10.77.0.3 --dqpn 1 --timeout 18 --retry 0 --expect fail
-mc b silent-passive --dgid "$IP_A" --dqpn 999 --timeout 18 --retry 0 --expect fail
+mc a silent-active --dgid 10.77.0.3 --dqpn 1 --timeout 18 --retry 0 --expect timeout
+mc b silent-passive --dgid "$IP_A" --dqpn 999 --timeout 18 --retry 0 --expect timeout
 no_objects "$DEV_A" "$DEV_B"
 
 # Destroyed, or the process gone, while connecting: nothing is left.
