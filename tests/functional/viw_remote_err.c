@@ -1133,19 +1133,32 @@ static void full_socket_check(struct side *b, int fd)
 	pthread_join(d.thread, NULL);
 }
 
+/*
+ * A raw client on b's connection, as raw_accepted(), whose socket receives
+ * into FULL_RCVBUF bytes: b fills it soon when the client does not read.
+ */
+static const char *raw_accepted_small(struct side *a, struct side *b,
+				      int gid_index, int *fd, const char **who)
+{
+	int rcvbuf = FULL_RCVBUF;
+	const char *step = raw_accepted(a, b, gid_index, fd, who);
+
+	if (!step && setsockopt(*fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+				sizeof(rcvbuf)))
+		step = "SO_RCVBUF";
+	return step;
+}
+
 /* On new QPs: b's WRITEs to a raw client that reads nothing, then reads. */
 static void scenario_full_socket(struct side *a, struct side *b,
 				 int gid_index)
 {
-	int rcvbuf = FULL_RCVBUF, fd = -1;
 	const char *who, *step;
+	int fd = -1;
 
 	if (!b_accepts(a, b, "full_socket"))
 		return;
-	step = raw_accepted(a, b, gid_index, &fd, &who);
-	if (!step && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
-				sizeof(rcvbuf)))
-		step = "SO_RCVBUF";
+	step = raw_accepted_small(a, b, gid_index, &fd, &who);
 	if (step) {
 		if (fd >= 0)
 			close(fd);
@@ -1188,16 +1201,13 @@ static const char *full_fin_wcs(struct side *b, char *why, size_t len)
  */
 static void scenario_full_fin(struct side *a, struct side *b, int gid_index)
 {
-	int rcvbuf = FULL_RCVBUF, fd = -1, ev;
 	const char *who, *step;
+	int fd = -1, ev;
 	char why[128];
 
 	if (!b_accepts(a, b, "full_fin"))
 		return;
-	step = raw_accepted(a, b, gid_index, &fd, &who);
-	if (!step && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
-				sizeof(rcvbuf)))
-		step = "SO_RCVBUF";
+	step = raw_accepted_small(a, b, gid_index, &fd, &who);
 	if (!step) {
 		who = "b:";
 		if (post_full_writes(b))
