@@ -894,19 +894,33 @@ static bool viw_qp_sq_quiet(struct viw_qp *qp)
 }
 
 /*
+ * viw_qp_sq_quiet() under tx_lock, or false without a look if the
+ * transmit work waits in the socket: its WQE is in flight, and it may
+ * wait until the caller aborts the connection (viw_qp_lock_tx_bounded()).
+ * state_lock held.
+ */
+static bool viw_qp_sq_quiet_now(struct viw_qp *qp)
+{
+	bool quiet;
+
+	if (!viw_qp_lock_tx_bounded(qp))
+		return false;
+	quiet = viw_qp_sq_quiet(qp);
+	mutex_unlock(&qp->tx_lock);
+	return quiet;
+}
+
+/*
  * A modify_qp stream ended with nothing of the SQ in flight: the QP stays,
  * marked as one whose peer closed, or (@peer_returns) as one that waits
  * for the peer's next stream.  Return: whether it stays.
  */
 static bool viw_qp_stream_end_quiet(struct viw_qp *qp, bool peer_returns)
 {
-	bool quiet = false;
+	bool quiet;
 
 	mutex_lock(&qp->state_lock);
-	if (viw_qp_lock_tx_bounded(qp)) {
-		quiet = viw_qp_sq_quiet(qp);
-		mutex_unlock(&qp->tx_lock);
-	}
+	quiet = viw_qp_sq_quiet_now(qp);
 	if (quiet && peer_returns)
 		qp->peer_retrying = true;
 	else if (quiet)
@@ -946,17 +960,12 @@ bool viw_qp_quiet_close(struct viw_qp *qp)
  */
 bool viw_qp_await_acks(struct viw_qp *qp)
 {
-	bool stays = false;
+	bool stays;
 
 	mutex_lock(&qp->state_lock);
-	if (READ_ONCE(qp->peer_ack) &&
-	    (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS)) {
-		stays = true;
-		if (viw_qp_lock_tx_bounded(qp)) {
-			stays = !viw_qp_sq_quiet(qp);
-			mutex_unlock(&qp->tx_lock);
-		}
-	}
+	stays = READ_ONCE(qp->peer_ack) &&
+		(qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS) &&
+		!viw_qp_sq_quiet_now(qp);
 	if (stays) {
 		WRITE_ONCE(qp->peer_closed, true);
 		mod_delayed_work(system_wq, &qp->peer_wait,
