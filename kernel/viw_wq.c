@@ -666,7 +666,8 @@ void viw_sq_fail_oldest(struct viw_qp *qp, u8 status)
 
 /**
  * viw_sq_retries_exceeded - the peer stopped answering for good
- * @qp: the QP, state_lock and tx_lock held, about to go to ERROR
+ * @qp: the QP, state_lock held, about to go to ERROR; sq.lock orders its
+ *	take against the transmit engine's, as the flush does
  *
  * As an InfiniBand requester whose retries ran out, the oldest WR not
  * completed fails with RETRY_EXC_ERR, whether the engine took it or it
