@@ -106,6 +106,7 @@ enum viw_counter {
 	VIW_CNT_ACKS_RCVD,
 	VIW_CNT_TX_CHAINED_RUNS,	/* kicked engines run by the kicker */
 	VIW_CNT_TX_HANDOFFS,		/* doorbells that left it to a worker */
+	VIW_CNT_TX_SPILLS,		/* short writes of a doorbell's run */
 	VIW_CNT_MAX
 };
 

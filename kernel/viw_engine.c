@@ -3,6 +3,7 @@
  * viw: the engines' state of a QP (struct viw_engine, viw_engine.h), in an
  * allocation of its own so that only the engines see its layout.
  */
+#include <linux/mm.h>
 #include <linux/slab.h>
 
 #include "viw_engine.h"
@@ -48,6 +49,7 @@ void viw_engine_free(struct viw_qp *qp)
 {
 	if (!qp->eng)
 		return;
+	viw_engine_drop_spill(qp);
 	kfree(qp->eng->tx_bounce);
 	free_page((unsigned long)qp->eng->tx_batch->slots);
 	kfree(qp->eng->tx_batch);
@@ -55,6 +57,17 @@ void viw_engine_free(struct viw_qp *qp)
 	kfree(qp->eng->ackq);
 	kfree(qp->eng);
 	qp->eng = NULL;
+}
+
+/*
+ * Forget what a doorbell's run left for the work item to write
+ * (viw_tx_spill()): its stream is gone.  tx_lock held, or the QP unused.
+ */
+void viw_engine_drop_spill(struct viw_qp *qp)
+{
+	kvfree(qp->eng->tx_spill);
+	qp->eng->tx_spill = NULL;
+	qp->eng->tx_spill_len = 0;
 }
 
 /*
@@ -67,6 +80,7 @@ void viw_engine_stream_start(struct viw_qp *qp)
 {
 	struct viw_engine *eng = qp->eng;
 
+	viw_engine_drop_spill(qp);
 	eng->tx_msn_send = 1;
 	eng->tx_msn_rreq = 1;
 	eng->tx_msn_term = 1;

@@ -168,6 +168,8 @@ struct viw_engine {
 	u32 tx_ack_sent;		/* rx.placed as last acknowledged */
 	bool tx_may_cork;		/* in viw_tx_run(), which pushes */
 	bool tx_corked;			/* the last write held back its tail */
+	u8 *tx_spill;			/* what TCP refused a doorbell's run */
+	u32 tx_spill_len;
 
 	u32 tx_taken;			/* WQEs taken, ever */
 
@@ -210,6 +212,9 @@ bool viw_orq_progress(struct viw_qp *qp, u32 n, bool last,
 bool viw_irq_push(struct viw_qp *qp, const struct viw_irq_entry *ent);
 struct viw_irq_entry *viw_irq_peek(struct viw_qp *qp);
 struct viw_mr *viw_irq_pop(struct viw_qp *qp);
+
+/* viw_engine.c */
+void viw_engine_drop_spill(struct viw_qp *qp);
 
 /* viw_ack.c: WQEs waiting for the peer's acknowledgement */
 void viw_ack_wait(struct viw_qp *qp, u32 sq_index, u32 msg_no);

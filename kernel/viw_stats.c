@@ -33,6 +33,7 @@ enum viw_stat {
 	VIW_STAT_ACKS_RCVD,
 	VIW_STAT_TX_CHAINED_RUNS,
 	VIW_STAT_TX_HANDOFFS,
+	VIW_STAT_TX_SPILLS,
 	VIW_STAT_MAX
 };
 
@@ -57,6 +58,7 @@ static const struct rdma_stat_desc viw_stat_descs[VIW_STAT_MAX] = {
 	[VIW_STAT_ACKS_RCVD].name = "acks_received",
 	[VIW_STAT_TX_CHAINED_RUNS].name = "tx_chained_runs",
 	[VIW_STAT_TX_HANDOFFS].name = "tx_handoffs",
+	[VIW_STAT_TX_SPILLS].name = "tx_spills",
 };
 
 /* The counters that are plain sums, and where each one is kept. */
@@ -79,6 +81,7 @@ static const u8 viw_stat_counter[VIW_STAT_MAX] = {
 	[VIW_STAT_ACKS_RCVD] = VIW_CNT_ACKS_RCVD,
 	[VIW_STAT_TX_CHAINED_RUNS] = VIW_CNT_TX_CHAINED_RUNS,
 	[VIW_STAT_TX_HANDOFFS] = VIW_CNT_TX_HANDOFFS,
+	[VIW_STAT_TX_SPILLS] = VIW_CNT_TX_SPILLS,
 };
 
 int viw_stats_init(struct viw_device *vdev)

@@ -19,6 +19,7 @@
 #include <linux/bvec.h>
 #include <linux/crc32c.h>
 #include <linux/highmem.h>
+#include <linux/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/tcp.h>
 #include <linux/uio.h>
@@ -309,16 +310,55 @@ static u32 viw_crc_bvec(u32 crc, const struct bio_vec *bv, int n)
 }
 
 /*
- * In the caller's context (viw_tx_doorbell()) a send must neither block in
- * the socket, where a pending signal would make every wait return at once,
- * nor stop halfway through an FPDU.  Each FPDU starts only when the socket
- * has room for it with a margin (viw_tx_room()), so a short write is rare;
- * if one happens anyway, the rest is retried once a tick, killably.
+ * The caller's context (viw_tx_doorbell()) must not wait for the peer to
+ * read, and the stream must not stop halfway through an FPDU.  Each run
+ * starts only when the socket has room for its batch with a margin
+ * (viw_tx_room()), but TCP may still take part of a write and refuse the
+ * rest: the skbs cost more than their bytes, and tcp_notsent_lowat
+ * refuses a new skb while the bytes not yet sent exceed it, long before
+ * the send buffer is full.  The rest is then copied out, for the work
+ * item to write before anything else (viw_tx_write_spill()).  The WQEs
+ * whose bytes it holds may complete, as their buffers are no longer read;
+ * until it is written, every write of the run goes after it, and the run
+ * stops at its next step (viw_tx_room()).  Returns false if the copy
+ * cannot be allocated.
+ */
+static bool viw_tx_spill(struct viw_qp *qp, struct msghdr *msg)
+{
+	struct viw_engine *eng = qp->eng;
+	size_t len = msg_data_left(msg);
+	u8 *spill;
+
+	spill = kvmalloc(eng->tx_spill_len + len, GFP_KERNEL | __GFP_NOWARN);
+	if (!spill)
+		return false;
+	if (eng->tx_spill)
+		memcpy(spill, eng->tx_spill, eng->tx_spill_len);
+	/* The iterator's pieces are kernel pages: the copy cannot fall short. */
+	if (WARN_ON_ONCE(copy_from_iter(spill + eng->tx_spill_len, len,
+					&msg->msg_iter) != len)) {
+		kvfree(spill);
+		return false;
+	}
+	if (!eng->tx_spill)
+		viw_count(qp->vdev, VIW_CNT_TX_SPILLS, 1);
+	kvfree(eng->tx_spill);
+	eng->tx_spill = spill;
+	eng->tx_spill_len += len;
+	return true;
+}
+
+/*
+ * The rare case where the rest of a short write cannot be copied: retry it
+ * once a tick, killably, until the QP leaves RTS.  Meanwhile the QP layer
+ * must not wait for tx_lock (viw_qp_lock_tx_bounded()), as for the work
+ * item's waits.
  */
 static int viw_tx_wait_direct(struct viw_qp *qp)
 {
 	if (fatal_signal_pending(current))
 		return -EINTR;
+	WRITE_ONCE(qp->tx_waiting_room, true);
 	viw_tx_chain_hand_over();
 	schedule_timeout_killable(1);
 	return 0;
@@ -338,9 +378,11 @@ static void viw_tx_wait_room(struct viw_qp *qp, struct msghdr *msg)
 
 /*
  * Write all of @msg's iterator to the socket, waiting for room as needed.
- * Each write tries without waiting first, so that a wait is known.
+ * Each write tries without waiting first, so that a wait is known.  In the
+ * caller's context the rest of a short write is spilled (viw_tx_spill())
+ * if @may_spill.
  */
-static int viw_tx_sendmsg(struct viw_qp *qp, struct msghdr *msg)
+static int viw_tx_write(struct viw_qp *qp, struct msghdr *msg, bool may_spill)
 {
 	int rv = 0;
 
@@ -359,6 +401,8 @@ static int viw_tx_sendmsg(struct viw_qp *qp, struct msghdr *msg)
 			}
 			if (!viw_qp_tx_open(qp))
 				return -ECONNABORTED;
+			if (may_spill && viw_tx_spill(qp, msg))
+				break;
 			if (viw_tx_wait_direct(qp))
 				return -EINTR;
 			continue;
@@ -374,6 +418,51 @@ static int viw_tx_sendmsg(struct viw_qp *qp, struct msghdr *msg)
 }
 
 /*
+ * Write what TCP refused a doorbell's run (viw_tx_spill()), before
+ * anything else.  If the write fails, what it wrote is dropped from the
+ * spill, so that a retry, for a TERMINATE, goes on where it stopped.
+ */
+static int viw_tx_write_spill(struct viw_qp *qp)
+{
+	struct viw_engine *eng = qp->eng;
+	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
+	struct kvec kv = { .iov_base = eng->tx_spill, .iov_len = eng->tx_spill_len };
+	size_t left;
+	int rv;
+
+	if (!eng->tx_spill || !qp->sock)
+		return 0;
+	iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, &kv, 1, kv.iov_len);
+	rv = viw_tx_write(qp, &msg, false);
+	left = msg_data_left(&msg);
+	if (!left) {
+		viw_engine_drop_spill(qp);
+		return rv;
+	}
+	memmove(eng->tx_spill, eng->tx_spill + eng->tx_spill_len - left, left);
+	eng->tx_spill_len = left;
+	return rv ? rv : -EPIPE;
+}
+
+/*
+ * Write @msg whole, after any spill.  A doorbell's run appends it to the
+ * spill instead: nothing may overtake what TCP refused before.
+ */
+static int viw_tx_sendmsg(struct viw_qp *qp, struct msghdr *msg)
+{
+	int rv;
+
+	if (qp->eng->tx_spill) {
+		if (qp->tx_direct && viw_tx_spill(qp, msg))
+			return 0;
+		rv = viw_tx_write_spill(qp);
+		if (rv)
+			return rv;
+	}
+	return viw_tx_write(qp, msg, qp->tx_direct);
+}
+
+/*
  * Room in the socket for the batch not yet written and two of the largest
  * FPDUs: what the send buffer charges for a segment (sk_wmem_queued counts
  * the skb overhead too) stays below that, so a non-blocking write of the
@@ -383,7 +472,7 @@ static bool viw_tx_room(struct viw_qp *qp)
 {
 	struct sock *sk = qp->sock->sk;
 
-	return sk_stream_memory_free(sk) &&
+	return !qp->eng->tx_spill && sk_stream_memory_free(sk) &&
 	       sk_stream_wspace(sk) >= (int)qp->eng->tx_batch->bytes +
 				       2 * (int)viw_fpdu_len(qp->mulpdu);
 }
@@ -564,6 +653,9 @@ void viw_tx_abort(struct viw_qp *qp)
 {
 	/* An unwritten batch may point into the MRs released here. */
 	viw_tx_batch_clear(qp->eng->tx_batch);
+	/* A spill is whole FPDUs' ends, which a TERMINATE may follow. */
+	if (!qp->sock)
+		viw_engine_drop_spill(qp);
 	viw_tx_release_mrs(&qp->eng->tx);
 	qp->eng->tx.active = false;
 }
@@ -571,7 +663,7 @@ void viw_tx_abort(struct viw_qp *qp)
 /* A WQE being sent, or a READ or atomic waiting for its response. */
 bool viw_tx_busy(struct viw_qp *qp)
 {
-	return qp->eng->tx.active || viw_orq_busy(qp);
+	return qp->eng->tx.active || qp->eng->tx_spill || viw_orq_busy(qp);
 }
 
 static bool viw_op_is_atomic(u8 opcode)
@@ -1457,8 +1549,11 @@ static void viw_tx_work(struct work_struct *work)
 	int rv;
 
 	mutex_lock(&qp->tx_lock);
+	/* A doorbell's run left it, and handed the engine over. */
+	rv = viw_tx_write_spill(qp);
 	viw_tx_terminate(qp);
-	rv = viw_tx_run(qp);
+	if (!rv)
+		rv = viw_tx_run(qp);
 	mutex_unlock(&qp->tx_lock);
 
 	if (rv > 0)

@@ -5,7 +5,7 @@
  * responder refuses fails the requester's own WR, as on InfiniBand
  * (tests/vm/guest/remote-err.sh; docs/semantics.md section 13).
  *
- *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-D]
+ *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-D | -F]
  *
  * One process, a QP on each device, new QPs for each scenario:
  *   acked        SENDs, WRITEs, a WRITE with immediate and a READ behind
@@ -108,6 +108,12 @@
  *                stream, as an attempt a dropped would.  b must not have
  *                refused a's own request: a connects and a SEND goes
  *                through
+ *
+ * With -F, only full_socket and full_fin, which the VM test runs again
+ * with net.ipv4.tcp_notsent_lowat set in b's namespace: TCP then takes
+ * part of a write and refuses the rest well before the send buffer is
+ * full, so the doorbell's own write comes back short, and its run must
+ * still leave the wait to the work item.
  *
  * Output: "PASS name" / "FAIL name: why" lines, "N passed, N failed".
  */
@@ -1066,21 +1072,118 @@ static const char *full_writes_done(struct side *s)
 }
 
 /* The raw client's reader: takes the stream until it is shut down. */
+/*
+ * The raw client reads b's stream and checks it, RFC 5044 framing and
+ * RFC 5041 tagged headers: every FPDU is one of b's WRITEs (STag 1), each
+ * WRITE's tagged offsets run on from 0 without a gap to BUF_SIZE, and
+ * every payload byte is b's fill.  A stream cut, doubled or reordered
+ * anywhere (a doorbell's short write, kernel/viw_tx.c) fails it.
+ */
+#define DDP_TAGGED	0x80
+#define DDP_LAST	0x40
+#define TAGGED_HDR	14	/* DDP and RDMAP control, STag, TO */
+#define MPA_TRAILER	4	/* the CRC, zero here */
+
 struct drain {
 	pthread_t thread;
 	int fd;
 	atomic_llong bytes;
+	atomic_int writes;		/* whole WRITEs checked */
+	uint64_t offset;		/* of the WRITE being read */
+	char why[96];			/* the first thing wrong, or "" */
+	atomic_bool bad;
+	uint8_t acc[2 << 16];		/* bytes not yet checked */
+	size_t have;
 };
+
+static void drain_bad(struct drain *d, const char *what, uint64_t at)
+{
+	snprintf(d->why, sizeof(d->why), "%s, at byte %llu of the stream",
+		 what, (unsigned long long)at);
+	atomic_store(&d->bad, true);
+}
+
+/* Check the whole FPDU at @p, of ULPDU length @ulpdu; false if wrong. */
+static bool drain_fpdu(struct drain *d, const uint8_t *p, uint32_t ulpdu,
+		       uint64_t at)
+{
+	uint32_t stag, i, paylen;
+	uint64_t to;
+
+	if (ulpdu < TAGGED_HDR || !(p[2] & DDP_TAGGED) || (p[3] & 0x0f)) {
+		drain_bad(d, "an FPDU that is not a WRITE", at);
+		return false;
+	}
+	memcpy(&stag, p + 4, 4);
+	memcpy(&to, p + 8, 8);
+	if (be32toh(stag) != 1 || be64toh(to) != d->offset) {
+		drain_bad(d, "a WRITE's STag or tagged offset out of line", at);
+		return false;
+	}
+	paylen = ulpdu - TAGGED_HDR;
+	for (i = 0; i < paylen; i++) {
+		if (p[2 + TAGGED_HDR + i] != FILL_B) {
+			drain_bad(d, "a payload byte that is not b's", at);
+			return false;
+		}
+	}
+	d->offset += paylen;
+	if (p[2] & DDP_LAST) {
+		if (d->offset != BUF_SIZE) {
+			drain_bad(d, "a WRITE of the wrong length", at);
+			return false;
+		}
+		d->offset = 0;
+		atomic_fetch_add(&d->writes, 1);
+	}
+	return true;
+}
+
+/* Check the whole FPDUs in acc[], and keep the rest. */
+static void drain_check(struct drain *d)
+{
+	uint64_t start = atomic_load(&d->bytes) - d->have;
+	size_t off = 0;
+
+	while (!atomic_load(&d->bad) && d->have - off >= 2) {
+		uint32_t ulpdu = d->acc[off] << 8 | d->acc[off + 1];
+		size_t len = (2 + ulpdu + 3) / 4 * 4 + MPA_TRAILER;
+
+		if (d->have - off < len)
+			break;
+		if (!drain_fpdu(d, d->acc + off, ulpdu, start + off))
+			return;
+		off += len;
+	}
+	memmove(d->acc, d->acc + off, d->have - off);
+	d->have -= off;
+}
 
 static void *drain_run(void *arg)
 {
 	struct drain *d = arg;
-	uint8_t buf[16384];
 	ssize_t n;
 
-	while ((n = read(d->fd, buf, sizeof(buf))) > 0)
+	while ((n = read(d->fd, d->acc + d->have,
+			 sizeof(d->acc) - d->have)) > 0) {
 		atomic_fetch_add(&d->bytes, n);
+		d->have += n;
+		drain_check(d);
+	}
 	return NULL;
+}
+
+/* Wait until the raw client checked @n WRITEs: NULL, or what went wrong. */
+static const char *drain_wait(struct drain *d, int n)
+{
+	long long deadline = vt_deadline_in(WAIT_MS);
+
+	while (!atomic_load(&d->bad) && atomic_load(&d->writes) < n &&
+	       vt_now_ms() < deadline)
+		usleep(10 * 1000);
+	if (atomic_load(&d->bad))
+		return d->why;
+	return atomic_load(&d->writes) < n ? "fewer WRITEs than posted" : NULL;
 }
 
 /*
@@ -1090,14 +1193,20 @@ static void *drain_run(void *arg)
  */
 static void full_socket_check(struct side *b, int fd)
 {
-	struct drain d = { .fd = fd };
+	struct drain *d = calloc(1, sizeof(*d));
 	long long t0, took;
 	const char *step = NULL;
 	int state;
 
+	if (!d) {
+		vt_fail("full_socket", "calloc");
+		return;
+	}
+	d->fd = fd;
 	t0 = vt_now_ms();
 	if (post_full_writes(b)) {
 		vt_fail("full_socket", "b: ibv_post_send: %s", strerror(errno));
+		free(d);
 		return;
 	}
 	took = vt_now_ms() - t0;
@@ -1108,8 +1217,9 @@ static void full_socket_check(struct side *b, int fd)
 		 vt_qp_state_str(state));
 	vt_info("full_socket: the post to a peer reading nothing took %lld ms",
 		took);
-	if (pthread_create(&d.thread, NULL, drain_run, &d)) {
+	if (pthread_create(&d->thread, NULL, drain_run, d)) {
 		vt_fail("full_socket", "pthread_create");
+		free(d);
 		return;
 	}
 	step = full_writes_done(b);
@@ -1127,10 +1237,14 @@ static void full_socket_check(struct side *b, int fd)
 		step = full_writes_done(b);
 	vt_check(!step, "full_socket: a post of as many completes while the peer reads",
 		 "%s", step);
+	step = drain_wait(d, 2 * FULL_WRS);
+	vt_check(!step, "full_socket: the peer reads every WRITE whole, in order",
+		 "%s (%d WRITEs read)", step, atomic_load(&d->writes));
 	vt_info("full_socket: the raw client read %lld bytes",
-		(long long)atomic_load(&d.bytes));
+		(long long)atomic_load(&d->bytes));
 	shutdown(fd, SHUT_RDWR);
-	pthread_join(d.thread, NULL);
+	pthread_join(d->thread, NULL);
+	free(d);
 }
 
 /*
@@ -1488,8 +1602,14 @@ static void reset_bufs(struct side *a, struct side *b)
 	memset(b->buf, FILL_B, BUF_SIZE);
 }
 
+enum run_mode {
+	RUN_ALL,
+	RUN_DELAYED,	/* -D */
+	RUN_FULL,	/* -F */
+};
+
 static int run(const char *dev_a, const char *dev_b, int gid_index,
-	       bool delayed)
+	       enum run_mode mode)
 {
 	void (*scenarios[])(struct side *, struct side *) = {
 		scenario_acked, scenario_bad_rkey, scenario_no_access,
@@ -1503,9 +1623,15 @@ static int run(const char *dev_a, const char *dev_b, int gid_index,
 		vt_fail("setup", "%s", strerror(errno));
 		goto out;
 	}
-	if (delayed) {
+	if (mode == RUN_DELAYED) {
 		scenario_bind_race(&a, &b, gid_index);
 		scenario_spoke(&a, &b, gid_index);
+		goto out;
+	}
+	if (mode == RUN_FULL) {
+		reset_bufs(&a, &b);
+		scenario_full_socket(&a, &b, gid_index);
+		scenario_full_fin(&a, &b, gid_index);
 		goto out;
 	}
 	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
@@ -1522,6 +1648,7 @@ static int run(const char *dev_a, const char *dev_b, int gid_index,
 		scenario_reset_connecting(&a, &b, gid_index);
 		scenario_abandoned(&a, &b, gid_index);
 		scenario_swapped(&a, &b, gid_index);
+		reset_bufs(&a, &b);
 		scenario_full_socket(&a, &b, gid_index);
 		scenario_full_fin(&a, &b, gid_index);
 		reset_bufs(&a, &b);
@@ -1537,10 +1664,10 @@ out:
 int main(int argc, char **argv)
 {
 	const char *dev_a = NULL, *dev_b = NULL;
+	enum run_mode mode = RUN_ALL;
 	int gid_index = 1, c;
-	bool delayed = false;
 
-	while ((c = getopt(argc, argv, "a:b:g:D")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:g:DF")) != -1) {
 		switch (c) {
 		case 'a':
 			dev_a = optarg;
@@ -1552,7 +1679,10 @@ int main(int argc, char **argv)
 			gid_index = atoi(optarg);
 			break;
 		case 'D':
-			delayed = true;
+			mode = RUN_DELAYED;
+			break;
+		case 'F':
+			mode = RUN_FULL;
 			break;
 		default:
 			return 2;
@@ -1560,10 +1690,12 @@ int main(int argc, char **argv)
 	}
 	if (!dev_a || !dev_b) {
 		fprintf(stderr,
-			"usage: %s -a DEV_A -b DEV_B [-g GID] [-D]\n",
+			"usage: %s -a DEV_A -b DEV_B [-g GID] [-D | -F]\n",
 			argv[0]);
 		return 2;
 	}
+	/* a run the VM test kills still shows how far it came */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	vt_start(120);
-	return run(dev_a, dev_b, gid_index, delayed);
+	return run(dev_a, dev_b, gid_index, mode);
 }

@@ -34,7 +34,7 @@ COUNTERS="tx_fpdus tx_payload_bytes rx_fpdus rx_payload_bytes doorbells
 terminates_sent terminates_received flushed_wqes connections_established
 connections_failed connections_active mpa_rejects_sent mpa_rejects_received
 crc_errors tcp_retransmits poll_backoffs acks_sent acks_received
-tx_chained_runs tx_handoffs"
+tx_chained_runs tx_handoffs tx_spills"
 
 # snap TAG: every counter of both devices, as variables TAG_DEV_NAME.
 snap() {

@@ -29,6 +29,10 @@
 #   through with the new stream's first MSN; and a peer that sent a byte
 #   while the acceptor bound the stream, and then reset it, fails the
 #   acceptor's QP at once: it did not give the attempt up.
+# - with net.ipv4.tcp_notsent_lowat at LOWAT in b's namespace (viw_remote_err
+#   -F), TCP takes part of a doorbell's write and refuses the rest while
+#   the send buffer has room: the post still returns when the peer reads
+#   nothing, and a FIN then still fails b (full_socket, full_fin).
 . "$(dirname "$0")/../lib.sh"
 
 bin=$VIW_BUILD/tests/functional/viw_remote_err
@@ -55,6 +59,27 @@ echo 0 >"$knob"
 [ "$rv" = 0 ] || { cat "$VIW_OUT/delayed.log"; die "viw_remote_err -D failed"; }
 grep -E "^(PASS|INFO)" "$VIW_OUT/delayed.log" | sed 's/^/  delayed: /'
 log "doorbells and a peer's byte racing a connection's binding ok"
+
+lowat_knob=net.ipv4.tcp_notsent_lowat
+lowat0=$(in_b sysctl -n "$lowat_knob")
+for lowat in ${LOWAT:-1 16384}; do
+	in_b sysctl -qw "$lowat_knob=$lowat"
+	spills0=$(port_counter "$DEV_B" tx_spills)
+	rv=0
+	# a post held in the kernel ignores the test's own SIGALRM
+	timeout -k 5 60 ip netns exec "$NS_A" "$bin" -a "$DEV_A" -b "$DEV_B" -F \
+		</dev/null >"$VIW_OUT/lowat-$lowat.log" 2>&1 || rv=$?
+	in_b sysctl -qw "$lowat_knob=$lowat0"
+	[ "$rv" = 0 ] || { cat "$VIW_OUT/lowat-$lowat.log"
+		die "viw_remote_err -F with $lowat_knob=$lowat failed ($rv)"; }
+	grep -E "^(PASS|INFO)" "$VIW_OUT/lowat-$lowat.log" | sed "s/^/  lowat $lowat: /"
+	spills=$(( $(port_counter "$DEV_B" tx_spills) - spills0 ))
+	log "lowat $lowat: $spills short writes of a doorbell's run (tx_spills)"
+	# at 1 byte every write that fills the window is short
+	[ "$lowat" != 1 ] || [ "$spills" -gt 0 ] ||
+		die "$lowat_knob=1 made no doorbell's write short: the path went untested"
+done
+log "a doorbell's short write leaves the wait to the work item ok"
 
 for n in 1 2 3; do
 	pingpong_pair ibv_rc_pingpong a b 1 -n 200 >/dev/null
