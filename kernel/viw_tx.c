@@ -329,7 +329,9 @@ static bool viw_tx_spill(struct viw_qp *qp, struct msghdr *msg)
 	size_t len = msg_data_left(msg);
 	u8 *spill;
 
-	spill = kvmalloc(eng->tx_spill_len + len, GFP_KERNEL | __GFP_NOWARN);
+	/* the poster's memory cgroup pays for it, as for its rings */
+	spill = kvmalloc(eng->tx_spill_len + len,
+			 GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!spill)
 		return false;
 	if (eng->tx_spill)
