@@ -662,7 +662,10 @@ void viw_tx_abort(struct viw_qp *qp)
 	qp->eng->tx.active = false;
 }
 
-/* A WQE being sent, or a READ or atomic waiting for its response. */
+/*
+ * A WQE being sent, bytes a doorbell's run left to the work item, or a
+ * READ or atomic waiting for its response.
+ */
 bool viw_tx_busy(struct viw_qp *qp)
 {
 	return qp->eng->tx.active || qp->eng->tx_spill || viw_orq_busy(qp);
