@@ -29,10 +29,12 @@
 #   through with the new stream's first MSN; and a peer that sent a byte
 #   while the acceptor bound the stream, and then reset it, fails the
 #   acceptor's QP at once: it did not give the attempt up.
-# - with net.ipv4.tcp_notsent_lowat at LOWAT in b's namespace (viw_remote_err
-#   -F), TCP takes part of a doorbell's write and refuses the rest while
-#   the send buffer has room: the post still returns when the peer reads
-#   nothing, and a FIN then still fails b (full_socket, full_fin).
+# - with net.ipv4.tcp_notsent_lowat at 1, then 16384, in b's namespace
+#   (viw_remote_err -F; --env LOWAT="N ..." for others), TCP takes part of
+#   a doorbell's write and refuses the rest while the send buffer has
+#   room: the post still returns when the peer reads nothing, the peer
+#   then reads every WRITE whole and in order, and a FIN still fails b
+#   (full_socket, full_fin).
 . "$(dirname "$0")/../lib.sh"
 
 bin=$VIW_BUILD/tests/functional/viw_remote_err
