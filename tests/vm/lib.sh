@@ -233,6 +233,86 @@ stop_server() {
 	kill "$1" 2>/dev/null || true
 }
 
+# unread_on_port NS PORT: the established TCP connections on PORT in NS
+# (either end) that hold bytes not yet read, as "NS Recv-Q local peer".
+# An RNIC's socket is read in its data_ready upcall, so its Recv-Q stays
+# near 0 while the RNIC works.
+unread_on_port() {
+	ip netns exec "$1" ss -tnH state established "( sport = :$2 or dport = :$2 )" |
+		awk -v ns="$1" '$1 > 0 { print ns, $1, $3, $4 }'
+}
+
+# watch_unread PORT PID OUT: while PID runs, look every 2 s at the RDMA
+# connections on PORT in both namespaces.  When the same bytes stay unread
+# on the same connections for three looks in a row, their RNIC has
+# stopped reading its socket and nothing will wake it: the connections go
+# to OUT (unread_on_port's lines) and PID is ended rather than left to
+# wait out its time-out.  PID is the subshell of "CMD &", as for
+# stop_server.
+watch_unread() {
+	local port=$1 pid=$2 out=$3 ns now last='' same=0
+	while sleep 2 && kill -0 "$pid" 2>/dev/null; do
+		now=$(for ns in "$NS_A" "$NS_B"; do unread_on_port "$ns" "$port"; done) ||
+			now=''
+		if [ -n "$now" ] && [ "$now" = "$last" ]; then
+			same=$((same + 1))
+		else
+			same=0
+		fi
+		last=$now
+		if [ "$same" = 2 ]; then
+			echo "$now" >"$out"
+			pkill -P "$pid" 2>/dev/null || true
+			kill "$pid" 2>/dev/null || true
+			return 0
+		fi
+	done
+}
+
+# run_watched PORT OUT CMD...: run CMD, the client of an RDMA connection
+# on PORT, with watch_unread beside it; returns CMD's status.  OUT exists
+# afterwards only if a connection stopped being read.
+run_watched() {
+	local port=$1 out=$2 cpid wpid rc=0
+	shift 2
+	rm -f "$out"
+	"$@" &
+	cpid=$!
+	watch_unread "$port" "$cpid" "$out" &
+	wpid=$!
+	wait "$cpid" || rc=$?
+	kill "$wpid" 2>/dev/null || true
+	wait "$wpid" 2>/dev/null || true
+	return "$rc"
+}
+
+# RNIC_IN_NS[NS]: the type of the RDMA link add_link last put in NS.
+declare -gA RNIC_IN_NS=()
+
+# siw_accept_race OUT: every connection in watch_unread's OUT that stopped
+# being read is siw's.  siw's passive side (siw_accept in siw_cm.c, Linux
+# 6.1) sends its MPA reply first and only then points the
+# socket's data_ready upcall at the QP.  Data that arrives in between
+# wakes the CM's upcall, which ignores it in RDMA mode, and siw reads
+# nothing until more data comes.  An active side that sends first after
+# the reply (rping's client, perftest -R's key exchange) then waits for
+# ever.  A host that stalls the siw CPU for a moment, as a loaded TCG host
+# does, opens that window.  A stalled viw socket is never excused.
+siw_accept_race() {
+	local ns rest
+	[ -s "$1" ] || return 1
+	while read -r ns rest; do
+		[ "${RNIC_IN_NS[$ns]:-}" = siw ] || return 1
+	done <"$1"
+}
+
+# unread_report OUT NAME: say which connections stopped being read.
+unread_report() {
+	[ -s "$1" ] || return 0
+	echo "$2: these connections stopped being read (namespace, unread bytes, local, peer):" >&2
+	sed 's/^/    /' "$1" >&2
+}
+
 # perftest_credit_mr_leak TEST LOG: perftest before 23.07 (Debian 12 has
 # 4.5-0.17) registers ib_send_bw's iWARP credit MR on every iWARP run but
 # deregisters it only with rdma_cm, so without -R both sides end with
@@ -258,7 +338,7 @@ perftest_credit_mr_leak() {
 # 18515 by default).  ITERS "-" gives no -n, for a run that says its own
 # length (-D).  Returns non-zero if either side fails.
 perf_once() {
-	local test=$1 size=$2 iters=$3 spid rc=0 log n_opt=()
+	local test=$1 size=$2 iters=$3 spid rc=0 log n_opt=() watch=()
 	local conn=${PERF_CONN--R} port=${PERF_PORT:-18515}
 	shift 3
 	[ "$iters" = - ] && iters='[0-9]+' || n_opt=(-n "$iters")
@@ -272,8 +352,13 @@ perf_once() {
 		-s "$size" "${n_opt[@]}" "$@" </dev/null >"$log.server" 2>&1 &
 	spid=$!
 	wait_listen "$NS_B" "$port"
+	# Only with -R is the port's connection the RDMA one; without it,
+	# perftest's own TCP socket there may hold its peer's last message
+	# unread for a while.
+	rm -f "$log.unread"
+	if [ "$conn" = -R ]; then watch=(run_watched "$port" "$log.unread"); fi
 	# shellcheck disable=SC2086
-	in_a timeout 120 stdbuf -oL taskset -c 0 "$test" $conn -p "$port" -d "$DEV_A" \
+	"${watch[@]}" in_a timeout 120 stdbuf -oL taskset -c 0 "$test" $conn -p "$port" -d "$DEV_A" \
 		-s "$size" "${n_opt[@]}" "$@" "$IP_B" </dev/null >"$log.client" 2>&1 || rc=$?
 	[ "$rc" = 0 ] || stop_server "$spid"
 	wait "$spid" || rc=$((rc ? rc : $?))
@@ -295,19 +380,30 @@ perf_once() {
 # in librdmacm" or as "...: segfault at ADDR ... in librdmacm", by its kind.
 librdmacm_crashes() { dmesg | grep -Ec '(traps: |: segfault at ).* in librdmacm' || true; }
 
+# keep_failed_run LOG N: before a retry, keep the failed run's LOG.server,
+# LOG.client and LOG.unread as LOG.server.N and so on.
+keep_failed_run() {
+	local i
+	for i in server client unread; do
+		[ ! -e "$1.$i" ] || mv "$1.$i" "$1.$i.$2"
+	done
+}
+
 # perftest_retrying LOG CMD...: run CMD, a perftest server/client pair
 # that writes LOG.server and LOG.client, until it succeeds.  perftest
 # calibrates its cycle counter against the clock before it reports; under
 # QEMU/TCG the samples sometimes correlate too poorly and perftest gives
 # up ("Can't produce a report") after a successful run.  Only that
-# failure, matched by its message, is retried (up to 5 runs), and so is
+# failure, matched by its message, is retried (up to 5 runs), and so are
 # perftest's listener race (librdmacm_crashes), matched by the refusal and
-# the crash that follows it.  Each failed run's logs are kept as
-# LOG.server.N and LOG.client.N.
+# the crash that follows it, and siw's accept race (siw_accept_race),
+# matched by the connection siw stopped reading.  Each failed run's logs
+# are kept as LOG.server.N, LOG.client.N and LOG.unread.N.
 perftest_retrying() {
-	local log=$1 i try crashes
+	local log=$1 try crashes
 	shift
 	for try in 1 2 3 4 5; do
+		[ "$try" = 1 ] || keep_failed_run "$log" "$((try - 1))"
 		crashes=$(librdmacm_crashes)
 		"$@" && return 0
 		if perftest_clock_failed "$log.server" "$log.client"; then
@@ -315,11 +411,13 @@ perftest_retrying() {
 		elif [ "$(librdmacm_crashes)" != "$crashes" ] &&
 		     grep -Eq "RDMA_CM_EVENT_REJECTED; error: -111|ERRNO: Connection refused" "$log.client"; then
 			echo "NOTE: ${log##*/}: perftest's own listener race: refused, then crashed in librdmacm (run $try)"
+		elif siw_accept_race "$log.unread"; then
+			echo "NOTE: ${log##*/}: siw's accept race: siw left the first message unread (run $try)"
 		else
 			break
 		fi
-		for i in server client; do mv "$log.$i" "$log.$i.$try"; done
 	done
+	unread_report "$log.unread" "${log##*/}"
 	tail -n 20 "$log.server" "$log.client" | cut -c1-200 >&2
 	return 1
 }
@@ -520,6 +618,7 @@ add_link() {
 	run ip netns exec "$ns" rdma link add "$name" type "$type" netdev "$netdev" ||
 		die "rdma link add $name type $type netdev $netdev failed"
 	wait_for 10 ib_dev_exists "$name" || die "device $name did not appear"
+	RNIC_IN_NS[$ns]=$type
 }
 
 # make_two_hosts [TYPE]: make_netns_pair plus devices TYPE_a on va and
