@@ -392,20 +392,24 @@ keep_failed_run() {
 	done
 }
 
-# perftest_retrying LOG CMD...: run CMD, a perftest server/client pair
-# that writes LOG.server and LOG.client, until it succeeds.  perftest
-# calibrates its cycle counter against the clock before it reports; under
-# QEMU/TCG the samples sometimes correlate too poorly and perftest gives
-# up ("Can't produce a report") after a successful run.  Only that
-# failure, matched by its message, is retried (up to 5 runs), and so are
-# perftest's listener race (librdmacm_crashes), matched by the refusal and
-# the crash that follows it, and siw's accept race (siw_accept_race),
-# matched by the connection siw stopped reading.  Each failed run's logs
-# are kept as LOG.server.N, LOG.client.N and LOG.unread.N.
+# pair_retrying LOG CMD...: run CMD, a server/client pair (perftest's or
+# rping's) that writes LOG.server and LOG.client, until it succeeds.
+# Three failures that are not the RNIC's are retried, up to 5 runs in all,
+# each matched by what it leaves behind:
+# - perftest calibrates its cycle counter against the clock before it
+#   reports; under QEMU/TCG the samples sometimes correlate too poorly
+#   and perftest gives up ("Can't produce a report") after a successful
+#   run (perftest_clock_failed);
+# - perftest's listener race (librdmacm_crashes): the refusal and the
+#   crash that follows it;
+# - siw's accept race (siw_accept_race): the connection siw stopped
+#   reading, which CMD found with run_watched.
+# Each failed run's logs are kept as LOG.server.N, LOG.client.N and
+# LOG.unread.N.
 # With PERF_CLOCK_OK set, a run that failed only at the clock counts as
 # done: perftest calibrates after its WRs ran, and a caller that wants
 # only their side effects (a count of system calls) has them.
-perftest_retrying() {
+pair_retrying() {
 	local log=$1 try crashes
 	shift
 	for try in 1 2 3 4 5; do
@@ -430,9 +434,9 @@ perftest_retrying() {
 }
 
 # perf_pair TEST SIZE ITERS [OPTION...]: perf_once, which must succeed
-# (retried as perftest_retrying says).
+# (retried as pair_retrying says).
 perf_pair() {
-	perftest_retrying "$VIW_OUT/$1${PERF_TAG:-}-$2" perf_once "$@" ||
+	pair_retrying "$VIW_OUT/$1${PERF_TAG:-}-$2" perf_once "$@" ||
 		die "$1${PERF_CONN:+ $PERF_CONN} size $2 failed"
 }
 

@@ -78,7 +78,7 @@ use() {
 	fi
 }
 
-# perf_try ...: perf_once on the next port, a try of perftest_retrying.
+# perf_try ...: perf_once on the next port, a try of pair_retrying.
 perf_try() {
 	PERF_PORT=$((PERF_PORT + 1))
 	perf_once "$@"
@@ -86,13 +86,13 @@ perf_try() {
 
 # measure LOG TEST SIZE ITERS: a perftest result line.  perftest's
 # listener race also shows as a plain "Connection refused" and a crash in
-# librdmacm, which perftest_retrying does not retry: this is a
+# librdmacm, which pair_retrying does not retry: this is a
 # measurement, so any failure gets two more tries (their logs kept).
 measure() {
 	local log=$1 try
 	shift
 	for try in 1 2 3; do
-		perftest_retrying "$log" perf_try "$@" && return 0
+		pair_retrying "$log" perf_try "$@" && return 0
 		mv "$log.client" "$log.client.fail$try"
 		mv "$log.server" "$log.server.fail$try"
 		PERF_PORT=$((PERF_PORT + 5))

@@ -60,9 +60,9 @@ pair_once() {
 }
 
 # pair ...: pair_once, which must succeed (retried as lib.sh's
-# perftest_retrying says).
+# pair_retrying says).
 pair() {
-	perftest_retrying "$VIW_OUT/$4" pair_once "$@" || die "$4 failed"
+	pair_retrying "$VIW_OUT/$4" pair_once "$@" || die "$4 failed"
 	log "$4 ok"
 }
 
@@ -83,19 +83,15 @@ rping_once() {
 }
 
 # rping_pair SERVER_NS CLIENT_NS SERVER_ADDR NAME: rping_once, which must
-# succeed; only siw's accept race (lib.sh, siw_accept_race) is retried,
-# up to 3 runs.
+# succeed (retried as lib.sh's pair_retrying says: of its failures, only
+# siw's accept race can befall rping).
 rping_pair() {
-	local name=$4 try
-	for try in 1 2 3; do
-		[ "$try" = 1 ] || keep_failed_run "$VIW_OUT/$name" "$((try - 1))"
-		viw_trace_clear
-		rping_once "$@" && { log "$name ok"; return 0; }
-		siw_accept_race "$VIW_OUT/$name.unread" || break
-		echo "NOTE: $name: siw's accept race: siw left the first message unread (run $try)"
-	done
-	unread_report "$VIW_OUT/$name.unread" "$name"
-	cut -c1-200 "$VIW_OUT/$name.server" "$VIW_OUT/$name.client" >&2
+	local name=$4
+	viw_trace_clear
+	if pair_retrying "$VIW_OUT/$name" rping_once "$@"; then
+		log "$name ok"
+		return 0
+	fi
 	viw_trace_show "$VIW_OUT/$name.trace" >&2
 	die "$name failed"
 }

@@ -18,7 +18,7 @@
 #           finished first still ends cleanly (docs/semantics.md, "A peer
 #           that stops answering")
 # Every run of every stream must succeed (perftest's own clock and
-# listener failures are retried as lib.sh's perftest_retrying says).
+# listener failures are retried as lib.sh's pair_retrying says).
 # Before and after, compared:
 #   - each device's object counts (debugfs viw/DEV/objects) at the start
 #     and after the streams ended: equal (all zero), and no connection
