@@ -269,8 +269,9 @@ void viw_poll_doorbell(struct viw_device *vdev);
 u32 *viw_poll_idle_knob(void);
 u32 *viw_poll_shared_knob(void);
 
-/* viw_qp.c: for tests */
+/* viw_qp.c, viw_tx.c: for tests */
 u32 *viw_qp_bind_delay_knob(void);
+u32 *viw_tx_short_delay_knob(void);
 
 /* viw_ring.c */
 int viw_qmem_alloc(struct viw_qmem *qm, size_t size);

@@ -497,12 +497,15 @@ static void viw_cep_close(struct viw_cep *cep, int status, bool abort)
 		      cep->state == VIW_CEP_CLOSING;
 
 	viw_cep_cancel_timer(cep);
-	if (was_up)
-		trace_viw_cm_close(cep->vdev, cep, status, abort);
 	if (cep->qp && cep->direct && was_up)
 		cep->direct->lost(cep, cep->qp, !status && !abort);
 	if (cep->qp)
 		viw_qp_conn_lost(cep->qp);
+	/* A FIN must not cut an FPDU: a stream that cannot end whole is reset. */
+	if (!abort && cep->qp && !viw_qp_stream_whole(cep->qp))
+		abort = true;
+	if (was_up)
+		trace_viw_cm_close(cep->vdev, cep, status, abort);
 	viw_cep_shutdown_socket(cep, abort);
 	viw_cep_drop_qp(cep);
 	viw_cep_release_socket(cep, abort);

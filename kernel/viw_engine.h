@@ -69,6 +69,7 @@ struct viw_tx_batch {
 	u32 bytes;			/* on the wire */
 	u32 payload;
 	bool more;			/* the message goes on after it */
+	u32 end[VIW_TX_BATCH_FPDUS];	/* where each FPDU ends, in bytes */
 	struct bio_vec bv[VIW_TX_BATCH_BVEC];
 };
 

@@ -777,6 +777,12 @@ bool viw_qp_llp_close(struct viw_qp *qp)
 {
 	if (!mutex_trylock(&qp->tx_lock))
 		return false;
+	/* The rest of an FPDU may wait in a spill: the work item writes it. */
+	if (qp->sock && !viw_tx_write_owed(qp)) {
+		mutex_unlock(&qp->tx_lock);
+		viw_tx_kick(qp);
+		return false;
+	}
 	/* What was placed is acknowledged: the peer's WQEs complete. */
 	if (qp->sock) {
 		viw_tx_last_ack(qp);
@@ -784,6 +790,29 @@ bool viw_qp_llp_close(struct viw_qp *qp)
 	}
 	mutex_unlock(&qp->tx_lock);
 	return true;
+}
+
+/**
+ * viw_qp_stream_whole - may a FIN end the QP's stream now?
+ * @qp: the QP, its connection being closed (viw_cep_close())
+ *
+ * Not while a transmit work waits in the socket for room, in the middle
+ * of an FPDU, nor while bytes a doorbell's run left to the work item wait
+ * (viw_tx_write_owed()), which go first if the socket takes them at once.
+ * Return: true if the stream is between two FPDUs, with nothing owed.
+ */
+bool viw_qp_stream_whole(struct viw_qp *qp)
+{
+	bool whole;
+
+	mutex_lock(&qp->state_lock);
+	whole = viw_qp_lock_tx_bounded(qp);
+	if (whole) {
+		whole = !qp->sock || viw_tx_write_owed(qp);
+		mutex_unlock(&qp->tx_lock);
+	}
+	mutex_unlock(&qp->state_lock);
+	return whole;
 }
 
 /*

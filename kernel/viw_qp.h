@@ -91,7 +91,8 @@ struct viw_qp_ib_attrs {
  *   cep->lock (viw_cm.h) -> qp->state_lock -> qp->tx_lock -> socket lock
  *	viw_iw_accept(), viw_cep_reply_received() -> viw_qp_connect() ->
  *	viw_tx_send_rtr();
- *	viw_cep_close() -> viw_qp_conn_lost(), viw_qp_disconnect();
+ *	viw_cep_close() -> viw_qp_conn_lost(), viw_qp_stream_whole(),
+ *	viw_qp_disconnect();
  *	viw_direct_lost() -> viw_qp_quiet_close(), viw_qp_await_acks(),
  *	which never wait for a TX that waits in a full socket
  *	(viw_qp_lock_tx_bounded()); the TX sends under tx_lock
@@ -218,6 +219,7 @@ int viw_qp_connect(struct viw_qp *qp, struct viw_cep *cep,
 		   struct socket *sock, const struct viw_qp_conn *conn);
 void viw_qp_disconnect(struct viw_qp *qp);
 bool viw_qp_llp_close(struct viw_qp *qp);
+bool viw_qp_stream_whole(struct viw_qp *qp);
 void viw_qp_fail(struct viw_qp *qp, const struct viw_term_cause *cause);
 void viw_qp_terminated(struct viw_qp *qp, const struct viw_term_cause *cause);
 bool viw_qp_term_sent(struct viw_qp *qp);
@@ -286,6 +288,7 @@ void viw_tx_abort(struct viw_qp *qp);
 bool viw_tx_busy(struct viw_qp *qp);
 int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr);
 void viw_tx_last_ack(struct viw_qp *qp);
+bool viw_tx_write_owed(struct viw_qp *qp);
 
 /* viw_rx.c */
 void viw_rx_data_ready(struct viw_qp *qp, struct sock *sk);

@@ -18,6 +18,7 @@
  */
 #include <linux/bvec.h>
 #include <linux/crc32c.h>
+#include <linux/delay.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/sched/signal.h>
@@ -379,6 +380,28 @@ static void viw_tx_wait_room(struct viw_qp *qp, struct msghdr *msg)
 }
 
 /*
+ * For tests, through debugfs tx_short_delay_ms (0, the default: no wait):
+ * how long a doorbell's run waits, tx_lock held, after TCP refused part of
+ * its write and before it looks at the QP's state, so that a test can
+ * take the QP out of RTS surely in that window
+ * (tests/functional/viw_remote_err.c -C).  At most a second.
+ */
+static u32 viw_tx_short_delay_ms;
+
+u32 *viw_tx_short_delay_knob(void)
+{
+	return &viw_tx_short_delay_ms;
+}
+
+static void viw_tx_short_delay(void)
+{
+	u32 ms = READ_ONCE(viw_tx_short_delay_ms);
+
+	if (ms)
+		msleep(min(ms, 1000U));
+}
+
+/*
  * Write all of @msg's iterator to the socket, waiting for room as needed.
  * Each write tries without waiting first, so that a wait is known.  In the
  * caller's context the rest of a short write is spilled (viw_tx_spill())
@@ -401,6 +424,7 @@ static int viw_tx_write(struct viw_qp *qp, struct msghdr *msg, bool may_spill)
 				viw_tx_wait_room(qp, msg);
 				continue;
 			}
+			viw_tx_short_delay();
 			if (!viw_qp_tx_open(qp))
 				return -ECONNABORTED;
 			if (may_spill && viw_tx_spill(qp, msg))
@@ -421,10 +445,11 @@ static int viw_tx_write(struct viw_qp *qp, struct msghdr *msg, bool may_spill)
 
 /*
  * Write what TCP refused a doorbell's run (viw_tx_spill()), before
- * anything else.  If the write fails, what it wrote is dropped from the
- * spill, so that a retry, for a TERMINATE, goes on where it stopped.
+ * anything else; with @wait false, only what the socket takes at once.
+ * If the write stops short, what it wrote is dropped from the spill, so
+ * that a retry, for a TERMINATE, goes on where it stopped.
  */
-static int viw_tx_write_spill(struct viw_qp *qp)
+static int viw_tx_write_spill(struct viw_qp *qp, bool wait)
 {
 	struct viw_engine *eng = qp->eng;
 	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
@@ -435,7 +460,13 @@ static int viw_tx_write_spill(struct viw_qp *qp)
 	if (!eng->tx_spill || !qp->sock)
 		return 0;
 	iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, &kv, 1, kv.iov_len);
-	rv = viw_tx_write(qp, &msg, false);
+	if (wait) {
+		rv = viw_tx_write(qp, &msg, false);
+	} else {
+		msg.msg_flags |= MSG_DONTWAIT;
+		rv = sock_sendmsg(qp->sock, &msg);
+		rv = rv < 0 && rv != -EAGAIN ? rv : 0;
+	}
 	left = msg_data_left(&msg);
 	if (!left) {
 		viw_engine_drop_spill(qp);
@@ -457,11 +488,26 @@ static int viw_tx_sendmsg(struct viw_qp *qp, struct msghdr *msg)
 	if (qp->eng->tx_spill) {
 		if (qp->tx_direct && viw_tx_spill(qp, msg))
 			return 0;
-		rv = viw_tx_write_spill(qp);
+		rv = viw_tx_write_spill(qp, true);
 		if (rv)
 			return rv;
 	}
 	return viw_tx_write(qp, msg, qp->tx_direct);
+}
+
+/**
+ * viw_tx_write_owed - write a spill, as much as the socket takes at once
+ * @qp: the QP, tx_lock held
+ *
+ * A spill may hold the rest of an FPDU (viw_tx_cut()), which must reach
+ * the peer before a FIN does.
+ * Return: true if nothing is owed: the stream is between two FPDUs.
+ */
+bool viw_tx_write_owed(struct viw_qp *qp)
+{
+	lockdep_assert_held(&qp->tx_lock);
+	viw_tx_write_spill(qp, false);
+	return !qp->eng->tx_spill;
 }
 
 /*
@@ -485,6 +531,31 @@ static void viw_tx_batch_clear(struct viw_tx_batch *b)
 	b->nbv = 0;
 	b->bytes = 0;
 	b->payload = 0;
+}
+
+/*
+ * The QP left RTS while TCP refused part of a doorbell's write
+ * (viw_tx_write()): the run stops, and its WQE is flushed.  What follows
+ * in the stream, a TERMINATE or a FIN, must still come between two
+ * FPDUs, or the peer reads it as the rest of the FPDU that was cut.  So
+ * the rest of that FPDU is spilled, and written first (viw_tx_work(),
+ * viw_tx_write_owed()); the FPDUs after it are dropped.
+ */
+static void viw_tx_cut(struct viw_qp *qp, const struct viw_tx_batch *b,
+		       struct msghdr *msg)
+{
+	u32 done = b->bytes - msg_data_left(msg);
+	u32 i = 0, start = 0;
+
+	while (i < b->fpdus && b->end[i] <= done)
+		start = b->end[i++];
+	if (i == b->fpdus || start == done)
+		return;
+	iov_iter_truncate(&msg->msg_iter, b->end[i] - done);
+	if (!viw_tx_spill(qp, msg))
+		ibdev_warn_ratelimited(qp->ibqp.device,
+				       "QP %u: stream cut inside an FPDU\n",
+				       qp->ibqp.qp_num);
 }
 
 /*
@@ -512,6 +583,8 @@ static int viw_tx_flush(struct viw_qp *qp)
 	/* The iterator's length is the sum of what bv[] describes. */
 	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, b->bv, b->nbv, b->bytes);
 	rv = viw_tx_sendmsg(qp, &msg);
+	if (rv == -ECONNABORTED)
+		viw_tx_cut(qp, b, &msg);
 	viw_tx_batch_clear(b);
 	if (rv)
 		return rv;
@@ -584,8 +657,8 @@ static int viw_tx_fpdu(struct viw_qp *qp, u32 hdr_len, int npay, u32 paylen,
 	memcpy(&b->bv[b->nbv], qp->eng->tx_bv + 1, npay * sizeof(b->bv[0]));
 	b->nbv += npay;
 	viw_bvec_virt(&b->bv[b->nbv++], trailer, pad + VIW_MPA_CRC_SIZE);
-	b->fpdus++;
 	b->bytes += len;
+	b->end[b->fpdus++] = b->bytes;
 	b->payload += paylen;
 	b->more = more;
 	viw_count_max(qp->vdev, VIW_HWM_TX_PAYLOAD, paylen);
@@ -1555,7 +1628,7 @@ static void viw_tx_work(struct work_struct *work)
 
 	mutex_lock(&qp->tx_lock);
 	/* A doorbell's run left it, and handed the engine over. */
-	rv = viw_tx_write_spill(qp);
+	rv = viw_tx_write_spill(qp, true);
 	viw_tx_terminate(qp);
 	if (!rv)
 		rv = viw_tx_run(qp);

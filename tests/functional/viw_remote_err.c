@@ -5,7 +5,7 @@
  * responder refuses fails the requester's own WR, as on InfiniBand
  * (tests/vm/guest/remote-err.sh; docs/semantics.md section 13).
  *
- *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-D | -F]
+ *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-C | -D | -F]
  *
  * One process, a QP on each device, new QPs for each scenario:
  *   acked        SENDs, WRITEs, a WRITE with immediate and a READ behind
@@ -115,6 +115,26 @@
  * full, so the doorbell's own write comes back short, and its run must
  * still leave the wait to the work item.
  *
+ * With -C, two scenarios that the VM test runs with debugfs
+ * tx_short_delay_ms at CUT_DELAY_MS and net.ipv4.tcp_notsent_lowat 16384 in
+ * b's namespace, so that the doorbell's first write comes back short and
+ * its run then waits, tx_lock held, before it looks at b's state:
+ *   cut_term     on new QPs, a raw client that reads b's stream, into a
+ *                receive buffer of FULL_RCVBUF, and checks every FPDU,
+ *                as in full_socket.  b posts a WRITE of CUT_FIRST_LEN
+ *                bytes and FULL_WRS - 1 of its whole buffer, unsignaled,
+ *                in one call; CUT_SPOIL_MS in, the client sends a WRITE to an
+ *                STag b does not have, and b leaves RTS (SQE, for its
+ *                TERMINATE) while its run waits.  b's stream must go on
+ *                to the end of the FPDU that TCP cut, then carry the
+ *                TERMINATE and end (FIN): whole FPDUs, the WRITEs' in
+ *                line, and the TERMINATE last; b ends in ERROR.  A post
+ *                that took less than CUT_MIN_MS missed the window: the
+ *                scenario is made again on new QPs, up to CUT_TRIES
+ *   cut_err      the same, but b's consumer moves b to ERROR in the
+ *                window: the stream goes on to the end of the FPDU that
+ *                was cut and ends with a FIN
+ *
  * Output: "PASS name" / "FAIL name: why" lines, "N passed, N failed".
  */
 #include <arpa/inet.h>
@@ -153,6 +173,26 @@
 #define FULL_RCVBUF	4096
 #define FULL_POST_MS	1000
 #define FULL_FIN_WAIT_MS	300
+/*
+ * cut_term, cut_err: what the VM test sets debugfs tx_short_delay_ms to
+ * (each short write of a doorbell's run waits that long before it looks
+ * at the QP's state), when the spoiler takes b out of RTS within it, the
+ * least a post that waited there takes, and the STag of the raw client's
+ * bad WRITE, which names no MR of b's.
+ */
+#define CUT_DELAY_MS	300
+#define CUT_SPOIL_MS	100
+#define CUT_MIN_MS	(CUT_DELAY_MS - 50)
+#define CUT_BAD_STAG	0x7fffff00
+/*
+ * cut_term, cut_err: a short WRITE ahead of the FULL_WRS.  viw sizes its
+ * FPDUs to TCP's segments, so a write TCP cuts short mostly ends between
+ * two of them; the short WRITE's FPDU, held back in TCP's last skb (the
+ * write said more follows), shifts the skbs that the next write fills
+ * against its FPDUs, and TCP then cuts one.
+ */
+#define CUT_FIRST_LEN	100
+#define CUT_TRIES	5
 /*
  * peer_left: b's retries (4.096 us * 2^16 a try, 8 tries: 2147 ms), the
  * least time before b gives up (a timer tick less: it counts in ticks),
@@ -1056,6 +1096,29 @@ static int post_full_writes(struct side *s)
 	return ibv_post_send(s->qp, wr, &bad);
 }
 
+/* A WRITE of CUT_FIRST_LEN bytes, then FULL_WRS - 1 of BUF_SIZE, in one call. */
+static int post_cut_writes(struct side *s)
+{
+	struct ibv_send_wr wr[FULL_WRS] = {}, *bad;
+	struct ibv_sge sge[2] = {
+		{ (uintptr_t)s->buf, CUT_FIRST_LEN, s->mr->lkey },
+		{ (uintptr_t)s->buf, BUF_SIZE, s->mr->lkey },
+	};
+	int i;
+
+	for (i = 0; i < FULL_WRS; i++) {
+		wr[i].wr_id = i;
+		wr[i].sg_list = &sge[i ? 1 : 0];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		/* the raw client places nothing: any address will do */
+		wr[i].wr.rdma.remote_addr = 0;
+		wr[i].wr.rdma.rkey = 1;
+		wr[i].next = i + 1 < FULL_WRS ? &wr[i + 1] : NULL;
+	}
+	return ibv_post_send(s->qp, wr, &bad);
+}
+
 /* FULL_WRS completions of @s, all successful: NULL, or what went wrong. */
 static const char *full_writes_done(struct side *s)
 {
@@ -1083,15 +1146,20 @@ static const char *full_writes_done(struct side *s)
 #define DDP_LAST	0x40
 #define TAGGED_HDR	14	/* DDP and RDMAP control, STag, TO */
 #define MPA_TRAILER	4	/* the CRC, zero here */
+#define RDMAP_TERMINATE	0x7
 
 struct drain {
 	pthread_t thread;
 	int fd;
+	bool term_ok;			/* a TERMINATE may end the WRITEs */
+	uint32_t first_len;		/* of the first WRITE, if not BUF_SIZE */
 	atomic_llong bytes;
 	atomic_int writes;		/* whole WRITEs checked */
 	uint64_t offset;		/* of the WRITE being read */
 	char why[96];			/* the first thing wrong, or "" */
 	atomic_bool bad;
+	atomic_bool terminated;		/* a TERMINATE was read */
+	atomic_bool eof;		/* the stream ended (FIN or reset) */
 	uint8_t acc[2 << 16];		/* bytes not yet checked */
 	size_t have;
 };
@@ -1110,6 +1178,15 @@ static bool drain_fpdu(struct drain *d, const uint8_t *p, uint32_t ulpdu,
 	uint32_t stag, i, paylen;
 	uint64_t to;
 
+	if (atomic_load(&d->terminated)) {
+		drain_bad(d, "an FPDU after the TERMINATE", at);
+		return false;
+	}
+	if (d->term_ok && !(p[2] & DDP_TAGGED) &&
+	    (p[3] & 0x0f) == RDMAP_TERMINATE) {
+		atomic_store(&d->terminated, true);
+		return true;
+	}
 	if (ulpdu < TAGGED_HDR || !(p[2] & DDP_TAGGED) || (p[3] & 0x0f)) {
 		drain_bad(d, "an FPDU that is not a WRITE", at);
 		return false;
@@ -1129,7 +1206,8 @@ static bool drain_fpdu(struct drain *d, const uint8_t *p, uint32_t ulpdu,
 	}
 	d->offset += paylen;
 	if (p[2] & DDP_LAST) {
-		if (d->offset != BUF_SIZE) {
+		if (d->offset != (atomic_load(&d->writes) || !d->first_len ?
+				  BUF_SIZE : d->first_len)) {
 			drain_bad(d, "a WRITE of the wrong length", at);
 			return false;
 		}
@@ -1170,6 +1248,7 @@ static void *drain_run(void *arg)
 		d->have += n;
 		drain_check(d);
 	}
+	atomic_store(&d->eof, true);
 	return NULL;
 }
 
@@ -1349,6 +1428,172 @@ static void scenario_full_fin(struct side *a, struct side *b, int gid_index)
 	}
 	if (fd >= 0)
 		raw_reset(fd);
+}
+
+/*
+ * A WRITE of four bytes to CUT_BAD_STAG, whole and last (RFC 5044
+ * framing, no CRC asked; RFC 5041 tagged header, RFC 5040 WRITE): b must
+ * refuse it with a TERMINATE.
+ */
+static int raw_write_bad_stag(int fd)
+{
+	const uint32_t ulpdu = TAGGED_HDR + 4;
+	uint8_t fpdu[2 + TAGGED_HDR + 4 + MPA_TRAILER] = {};
+	uint32_t stag = htobe32(CUT_BAD_STAG);
+
+	fpdu[0] = ulpdu >> 8;
+	fpdu[1] = ulpdu & 0xff;
+	fpdu[2] = DDP_TAGGED | DDP_LAST | 0x01;	/* DV 1 */
+	fpdu[3] = 0x40;				/* RDMAP: RV 1, WRITE */
+	memcpy(fpdu + 4, &stag, 4);		/* TO 0, payload 0 */
+	return write(fd, fpdu, sizeof(fpdu)) == (ssize_t)sizeof(fpdu) ? 0 : -1;
+}
+
+/* How cut_term and cut_err take b out of RTS, CUT_SPOIL_MS into a post. */
+struct spoiler {
+	pthread_t thread;
+	struct side *b;
+	int fd;
+	bool by_peer;		/* the raw client's bad WRITE, else ERROR */
+	int rv;
+};
+
+static void *spoiler_run(void *arg)
+{
+	struct spoiler *sp = arg;
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+
+	usleep(CUT_SPOIL_MS * 1000);
+	if (sp->by_peer)
+		sp->rv = raw_write_bad_stag(sp->fd);
+	else
+		sp->rv = ibv_modify_qp(sp->b->qp, &err, IBV_QP_STATE);
+	return NULL;
+}
+
+/* Wait until the raw client's stream ended: NULL, or what went wrong. */
+static const char *drain_until_eof(struct drain *d)
+{
+	long long deadline = vt_deadline_in(WAIT_MS);
+
+	while (!atomic_load(&d->eof) && vt_now_ms() < deadline)
+		usleep(10 * 1000);
+	return atomic_load(&d->eof) ? NULL : "the stream did not end";
+}
+
+/* What b's stream ended with: NULL if as it must, or what went wrong. */
+static const char *cut_stream_end(struct drain *d, bool by_peer)
+{
+	const char *step = drain_until_eof(d);
+
+	if (!step && atomic_load(&d->bad))
+		step = d->why;
+	if (!step && d->have)
+		step = "the stream ended inside an FPDU";
+	if (!step && by_peer && !atomic_load(&d->terminated))
+		step = "no TERMINATE";
+	return step;
+}
+
+/* cut_check() found nothing wrong, but the post missed the window. */
+#define CUT_MISSED	1
+
+/*
+ * b's post, its doorbell's write cut short by TCP, and b leaving RTS
+ * while the run waits in debugfs tx_short_delay_ms (see top).  @fd is
+ * the raw client's stream, its reply read.  Returns 0 if checked, -1 if
+ * it failed, CUT_MISSED if the post did not wait: TCP took the
+ * doorbell's writes whole, or left them to the work item.
+ */
+static int cut_check(const char *name, struct side *b, int fd, bool by_peer)
+{
+	struct drain *d = calloc(1, sizeof(*d));
+	struct spoiler sp = { .b = b, .fd = fd, .by_peer = by_peer };
+	const char *step;
+	long long t0, took;
+	int state, rv = -1;
+
+	if (!d) {
+		vt_fail(name, "calloc");
+		return -1;
+	}
+	d->fd = fd;
+	d->term_ok = by_peer;
+	d->first_len = CUT_FIRST_LEN;
+	if (pthread_create(&d->thread, NULL, drain_run, d)) {
+		vt_fail(name, "pthread_create");
+		free(d);
+		return -1;
+	}
+	if (pthread_create(&sp.thread, NULL, spoiler_run, &sp)) {
+		vt_fail(name, "pthread_create");
+		goto out;
+	}
+	t0 = vt_now_ms();
+	step = post_cut_writes(b) ? "ibv_post_send" : NULL;
+	took = vt_now_ms() - t0;
+	pthread_join(sp.thread, NULL);
+	if (!step && sp.rv)
+		step = by_peer ? "the raw client's bad WRITE" : "modify_qp to ERROR";
+	if (step) {
+		vt_fail(name, "%s: %s", step, strerror(errno));
+		goto out;
+	}
+	if (took < CUT_MIN_MS) {
+		vt_info("%s: the post took %lld ms, the window was missed", name,
+			took);
+		rv = CUT_MISSED;
+		goto out;
+	}
+	step = cut_stream_end(d, by_peer);
+	vt_check(!step,
+		 by_peer ? "cut_term: b's stream goes on to the FPDU's end, then its TERMINATE and FIN"
+			 : "cut_err: b's stream goes on to the FPDU's end, then its FIN",
+		 "%s (%lld bytes read, %d whole WRITEs)", step,
+		 (long long)atomic_load(&d->bytes), atomic_load(&d->writes));
+	state = vt_qp_state(b->qp);
+	vt_check(state == IBV_QPS_ERR, by_peer ? "cut_term: b ends in ERROR"
+					       : "cut_err: b ends in ERROR",
+		 "b in %s", vt_qp_state_str(state));
+	rv = 0;
+out:
+	shutdown(fd, SHUT_RDWR);
+	pthread_join(d->thread, NULL);
+	free(d);
+	return rv;
+}
+
+/*
+ * On new QPs each try: cut_term or cut_err, with a raw client that reads
+ * all the while, into a small receive buffer: the window it offers is
+ * what makes TCP hold back most of b's first write, and refuse the rest
+ * of it.  A try whose post missed the window is made again, up to
+ * CUT_TRIES in all.
+ */
+static void scenario_cut(struct side *a, struct side *b, int gid_index,
+			 bool by_peer)
+{
+	const char *name = by_peer ? "cut_term" : "cut_err";
+	const char *who, *step;
+	int fd, try, rv = CUT_MISSED;
+
+	if (!b_accepts(a, b, name))
+		return;
+	for (try = 1; try <= CUT_TRIES && rv == CUT_MISSED; try++) {
+		fd = -1;
+		step = raw_accepted_small(a, b, gid_index, &fd, &who);
+		if (step) {
+			if (fd >= 0)
+				close(fd);
+			vt_fail(name, "%s %s: %s", who, step, strerror(errno));
+			return;
+		}
+		rv = cut_check(name, b, fd, by_peer);
+		raw_reset(fd);
+	}
+	if (rv == CUT_MISSED)
+		vt_fail(name, "no post of %d waited after a short write: is debugfs tx_short_delay_ms %d, and net.ipv4.tcp_notsent_lowat 16384 in b's namespace?",
+			CUT_TRIES, CUT_DELAY_MS);
 }
 
 /*
@@ -1606,6 +1851,7 @@ enum run_mode {
 	RUN_ALL,
 	RUN_DELAYED,	/* -D */
 	RUN_FULL,	/* -F */
+	RUN_CUT,	/* -C */
 };
 
 static int run(const char *dev_a, const char *dev_b, int gid_index,
@@ -1626,6 +1872,12 @@ static int run(const char *dev_a, const char *dev_b, int gid_index,
 	if (mode == RUN_DELAYED) {
 		scenario_bind_race(&a, &b, gid_index);
 		scenario_spoke(&a, &b, gid_index);
+		goto out;
+	}
+	if (mode == RUN_CUT) {
+		reset_bufs(&a, &b);
+		scenario_cut(&a, &b, gid_index, true);
+		scenario_cut(&a, &b, gid_index, false);
 		goto out;
 	}
 	if (mode == RUN_FULL) {
@@ -1667,7 +1919,7 @@ int main(int argc, char **argv)
 	enum run_mode mode = RUN_ALL;
 	int gid_index = 1, c;
 
-	while ((c = getopt(argc, argv, "a:b:g:DF")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:g:CDF")) != -1) {
 		switch (c) {
 		case 'a':
 			dev_a = optarg;
@@ -1684,13 +1936,16 @@ int main(int argc, char **argv)
 		case 'F':
 			mode = RUN_FULL;
 			break;
+		case 'C':
+			mode = RUN_CUT;
+			break;
 		default:
 			return 2;
 		}
 	}
 	if (!dev_a || !dev_b) {
 		fprintf(stderr,
-			"usage: %s -a DEV_A -b DEV_B [-g GID] [-D | -F]\n",
+			"usage: %s -a DEV_A -b DEV_B [-g GID] [-C | -D | -F]\n",
 			argv[0]);
 		return 2;
 	}

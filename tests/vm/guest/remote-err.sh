@@ -35,6 +35,13 @@
 #   room: the post still returns when the peer reads nothing, the peer
 #   then reads every WRITE whole and in order, and a FIN still fails b
 #   (full_socket, full_fin).
+# - with net.ipv4.tcp_notsent_lowat at 16384 in b's namespace and debugfs
+#   tx_short_delay_ms at 300 (viw_remote_err -C): b leaves RTS while its
+#   doorbell's run, whose write TCP cut short, waits, because of a
+#   peer's bad WRITE (then b's TERMINATE follows) or its consumer's
+#   ERROR (then a FIN): b's stream still goes on to the end of the FPDU
+#   that was cut, and only then carries the TERMINATE or the FIN
+#   (cut_term, cut_err).
 . "$(dirname "$0")/../lib.sh"
 
 bin=$VIW_BUILD/tests/functional/viw_remote_err
@@ -82,6 +89,19 @@ for lowat in ${LOWAT:-1 16384}; do
 		die "$lowat_knob=1 made no doorbell's write short: the path went untested"
 done
 log "a doorbell's short write leaves the wait to the work item ok"
+
+# -C: b leaves RTS while its doorbell's run, its write cut short by TCP,
+# waits in debugfs tx_short_delay_ms (viw_remote_err.c's CUT_DELAY_MS).
+in_b sysctl -qw "$lowat_knob=16384"
+echo 300 >/sys/kernel/debug/viw/tx_short_delay_ms || die "cannot set tx_short_delay_ms"
+rv=0
+timeout -k 5 60 ip netns exec "$NS_A" "$bin" -a "$DEV_A" -b "$DEV_B" -C \
+	</dev/null >"$VIW_OUT/cut.log" 2>&1 || rv=$?
+echo 0 >/sys/kernel/debug/viw/tx_short_delay_ms
+in_b sysctl -qw "$lowat_knob=$lowat0"
+[ "$rv" = 0 ] || { cat "$VIW_OUT/cut.log"; die "viw_remote_err -C failed ($rv)"; }
+grep -E "^(PASS|INFO)" "$VIW_OUT/cut.log" | sed 's/^/  cut: /'
+log "a stream whose doorbell's write TCP cut ends between two FPDUs ok"
 
 for n in 1 2 3; do
 	pingpong_pair ibv_rc_pingpong a b 1 -n 200 >/dev/null
