@@ -15,6 +15,7 @@
 
 #include <linux/bvec.h>
 #include <linux/completion.h>
+#include <linux/delay.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/refcount.h>
@@ -272,6 +273,15 @@ u32 *viw_poll_shared_knob(void);
 /* viw_qp.c, viw_tx.c: for tests */
 u32 *viw_qp_bind_delay_knob(void);
 u32 *viw_tx_short_delay_knob(void);
+
+/* Wait as long as a test's debugfs knob says (0: not at all), at most 1 s. */
+static inline void viw_test_delay(const u32 *knob_ms)
+{
+	u32 ms = READ_ONCE(*knob_ms);
+
+	if (ms)
+		msleep(min(ms, 1000U));
+}
 
 /* viw_ring.c */
 int viw_qmem_alloc(struct viw_qmem *qm, size_t size);

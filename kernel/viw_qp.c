@@ -641,14 +641,6 @@ u32 *viw_qp_bind_delay_knob(void)
 	return &viw_qp_bind_delay_ms;
 }
 
-static void viw_qp_bind_delay(void)
-{
-	u32 ms = READ_ONCE(viw_qp_bind_delay_ms);
-
-	if (ms)
-		msleep(min(ms, 1000U));
-}
-
 /*
  * Set up the new stream's state and publish its socket, under tx_lock: a
  * modify_qp QP in RTR or RTS may run its transmit engine already, which
@@ -679,7 +671,7 @@ static int viw_qp_bind_stream(struct viw_qp *qp, struct socket *sock,
 	qp->term_pending = false;
 	qp->term_sent = false;
 	qp->sock = sock;
-	viw_qp_bind_delay();
+	viw_test_delay(&viw_qp_bind_delay_ms);
 	if (conn->rtr_send) {
 		rv = viw_tx_send_rtr(qp, conn->rtr_send);
 		if (rv)

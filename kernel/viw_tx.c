@@ -18,7 +18,6 @@
  */
 #include <linux/bvec.h>
 #include <linux/crc32c.h>
-#include <linux/delay.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/sched/signal.h>
@@ -393,14 +392,6 @@ u32 *viw_tx_short_delay_knob(void)
 	return &viw_tx_short_delay_ms;
 }
 
-static void viw_tx_short_delay(void)
-{
-	u32 ms = READ_ONCE(viw_tx_short_delay_ms);
-
-	if (ms)
-		msleep(min(ms, 1000U));
-}
-
 /*
  * Write all of @msg's iterator to the socket, waiting for room as needed.
  * Each write tries without waiting first, so that a wait is known.  In the
@@ -424,7 +415,7 @@ static int viw_tx_write(struct viw_qp *qp, struct msghdr *msg, bool may_spill)
 				viw_tx_wait_room(qp, msg);
 				continue;
 			}
-			viw_tx_short_delay();
+			viw_test_delay(&viw_tx_short_delay_ms);
 			if (!viw_qp_tx_open(qp))
 				return -ECONNABORTED;
 			if (may_spill && viw_tx_spill(qp, msg))
