@@ -122,15 +122,17 @@
  *   cut_term     on new QPs, a raw client that reads b's stream, into a
  *                receive buffer of FULL_RCVBUF, and checks every FPDU,
  *                as in full_socket.  b posts a WRITE of CUT_FIRST_LEN
- *                bytes and FULL_WRS - 1 of its whole buffer, unsignaled,
- *                in one call; CUT_SPOIL_MS in, the client sends a WRITE to an
- *                STag b does not have, and b leaves RTS (SQE, for its
- *                TERMINATE) while its run waits.  b's stream must go on
- *                to the end of the FPDU that TCP cut, then carry the
+ *                bytes and FULL_WRS - 1 of its whole buffer, signaled,
+ *                in one call; CUT_SPOIL_MS in, the client sends a WRITE
+ *                to an STag b does not have, and b leaves RTS (SQE, for
+ *                its TERMINATE) while its run waits.  b's stream must go
+ *                on to the end of the FPDU that TCP cut, then carry the
  *                TERMINATE and end (FIN): whole FPDUs, the WRITEs' in
- *                line, and the TERMINATE last; b ends in ERROR.  A post
- *                that took less than CUT_MIN_MS missed the window: the
- *                scenario is made again on new QPs, up to CUT_TRIES
+ *                line, and the TERMINATE last.  b ends in ERROR; the
+ *                WRITEs before the one TCP cut complete with success,
+ *                and it and the rest are flushed.  A post that took less
+ *                than CUT_MIN_MS missed the window: the scenario is made
+ *                again on new QPs, up to CUT_TRIES in all
  *   cut_err      the same, but b's consumer moves b to ERROR in the
  *                window: the stream goes on to the end of the FPDU that
  *                was cut and ends with a FIN
@@ -1075,33 +1077,15 @@ static int b_qp_event(struct side *b, int ms)
 	return type;
 }
 
-/* FULL_WRS signaled WRITEs of @s's whole buffer, in one call. */
-static int post_full_writes(struct side *s)
-{
-	struct ibv_send_wr wr[FULL_WRS] = {}, *bad;
-	struct ibv_sge sge = { (uintptr_t)s->buf, BUF_SIZE, s->mr->lkey };
-	int i;
-
-	for (i = 0; i < FULL_WRS; i++) {
-		wr[i].wr_id = i;
-		wr[i].sg_list = &sge;
-		wr[i].num_sge = 1;
-		wr[i].opcode = IBV_WR_RDMA_WRITE;
-		wr[i].send_flags = IBV_SEND_SIGNALED;
-		/* the raw client places nothing: any address will do */
-		wr[i].wr.rdma.remote_addr = 0;
-		wr[i].wr.rdma.rkey = 1;
-		wr[i].next = i + 1 < FULL_WRS ? &wr[i + 1] : NULL;
-	}
-	return ibv_post_send(s->qp, wr, &bad);
-}
-
-/* A WRITE of CUT_FIRST_LEN bytes, then FULL_WRS - 1 of BUF_SIZE, in one call. */
-static int post_cut_writes(struct side *s)
+/*
+ * FULL_WRS signaled WRITEs in one call: the first of @first_len bytes,
+ * the others of @s's whole buffer.
+ */
+static int post_full_writes(struct side *s, uint32_t first_len)
 {
 	struct ibv_send_wr wr[FULL_WRS] = {}, *bad;
 	struct ibv_sge sge[2] = {
-		{ (uintptr_t)s->buf, CUT_FIRST_LEN, s->mr->lkey },
+		{ (uintptr_t)s->buf, first_len, s->mr->lkey },
 		{ (uintptr_t)s->buf, BUF_SIZE, s->mr->lkey },
 	};
 	int i;
@@ -1111,6 +1095,7 @@ static int post_cut_writes(struct side *s)
 		wr[i].sg_list = &sge[i ? 1 : 0];
 		wr[i].num_sge = 1;
 		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
 		/* the raw client places nothing: any address will do */
 		wr[i].wr.rdma.remote_addr = 0;
 		wr[i].wr.rdma.rkey = 1;
@@ -1283,7 +1268,7 @@ static void full_socket_check(struct side *b, int fd)
 	}
 	d->fd = fd;
 	t0 = vt_now_ms();
-	if (post_full_writes(b)) {
+	if (post_full_writes(b, BUF_SIZE)) {
 		vt_fail("full_socket", "b: ibv_post_send: %s", strerror(errno));
 		free(d);
 		return;
@@ -1310,7 +1295,7 @@ static void full_socket_check(struct side *b, int fd)
 	 * context.
 	 */
 	usleep(100 * 1000);
-	if (!step && post_full_writes(b))
+	if (!step && post_full_writes(b, BUF_SIZE))
 		step = "ibv_post_send";
 	if (!step)
 		step = full_writes_done(b);
@@ -1403,7 +1388,7 @@ static void scenario_full_fin(struct side *a, struct side *b, int gid_index)
 	step = raw_accepted_small(a, b, gid_index, &fd, &who);
 	if (!step) {
 		who = "b:";
-		if (post_full_writes(b))
+		if (post_full_writes(b, BUF_SIZE))
 			step = "ibv_post_send";
 	}
 	if (!step) {
@@ -1495,6 +1480,28 @@ static const char *cut_stream_end(struct drain *d, bool by_peer)
 	return step;
 }
 
+/*
+ * The completions of a cut post, all FULL_WRS: those before the WRITE
+ * that TCP cut with success, that one and the rest flushed.  NULL, or
+ * what differs.
+ */
+static const char *cut_wcs(struct side *b, char *why, size_t len)
+{
+	struct ibv_wc wc[FULL_WRS];
+	int n, i = 0;
+
+	n = vt_poll_cq_until(b->cq, wc, FULL_WRS, vt_deadline_in(WAIT_MS));
+	while (i < n && wc[i].status == IBV_WC_SUCCESS)
+		i++;
+	while (i < n && wc[i].status == IBV_WC_WR_FLUSH_ERR)
+		i++;
+	if (n == FULL_WRS && i == n && wc[n - 1].status != IBV_WC_SUCCESS)
+		return NULL;
+	snprintf(why, len, "%d of %d completions, completion %d %s", n,
+		 FULL_WRS, i, i < n ? vt_wc_status_name(wc[i].status) : "-");
+	return why;
+}
+
 /* cut_check() found nothing wrong, but the post missed the window. */
 #define CUT_MISSED	1
 
@@ -1509,9 +1516,11 @@ static int cut_check(const char *name, struct side *b, int fd, bool by_peer)
 {
 	struct drain *d = calloc(1, sizeof(*d));
 	struct spoiler sp = { .b = b, .fd = fd, .by_peer = by_peer };
+	struct ibv_wc wc[FULL_WRS];
 	const char *step;
 	long long t0, took;
 	int state, rv = -1;
+	char why[96];
 
 	if (!d) {
 		vt_fail(name, "calloc");
@@ -1530,7 +1539,7 @@ static int cut_check(const char *name, struct side *b, int fd, bool by_peer)
 		goto out;
 	}
 	t0 = vt_now_ms();
-	step = post_cut_writes(b) ? "ibv_post_send" : NULL;
+	step = post_full_writes(b, CUT_FIRST_LEN) ? "ibv_post_send" : NULL;
 	took = vt_now_ms() - t0;
 	pthread_join(sp.thread, NULL);
 	if (!step && sp.rv)
@@ -1542,6 +1551,8 @@ static int cut_check(const char *name, struct side *b, int fd, bool by_peer)
 	if (took < CUT_MIN_MS) {
 		vt_info("%s: the post took %lld ms, the window was missed", name,
 			took);
+		/* the next try's completions come into the same CQ */
+		vt_poll_cq_until(b->cq, wc, FULL_WRS, vt_deadline_in(WAIT_MS));
 		rv = CUT_MISSED;
 		goto out;
 	}
@@ -1555,6 +1566,11 @@ static int cut_check(const char *name, struct side *b, int fd, bool by_peer)
 	vt_check(state == IBV_QPS_ERR, by_peer ? "cut_term: b ends in ERROR"
 					       : "cut_err: b ends in ERROR",
 		 "b in %s", vt_qp_state_str(state));
+	step = cut_wcs(b, why, sizeof(why));
+	vt_check(!step,
+		 by_peer ? "cut_term: the WRITEs before the one cut complete with success, the rest are flushed"
+			 : "cut_err: the WRITEs before the one cut complete with success, the rest are flushed",
+		 "%s", step);
 	rv = 0;
 out:
 	shutdown(fd, SHUT_RDWR);
