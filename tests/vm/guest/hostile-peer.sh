@@ -126,10 +126,15 @@ markers() {
 }
 try req-markers markers
 
+rc=0 src=0
 ip netns exec "$NS_A" timeout 60 rping -c -a "$IP_B" -p "$RPING_PORT" -C 2 \
-	-V </dev/null >"$VIW_OUT/rping-survivor-c.log" 2>&1 ||
+	-V -v </dev/null >"$VIW_OUT/rping-survivor-c.log" 2>&1 || rc=$?
+wait "$RPING_SRV" || src=$?
+[ "$(rping_channel_race "$rc" "$VIW_OUT/rping-survivor-c.log")" = 0 ] &&
+	[ "$(rping_pings "$VIW_OUT/rping-survivor-c.log")" = 2 ] ||
 	FAILED+=("rping after bad requests")
-wait "$RPING_SRV" || FAILED+=("rping server after bad requests")
+[ "$(rping_channel_race "$src" "$VIW_OUT/rping-survivor-s.log")" = 0 ] ||
+	FAILED+=("rping server after bad requests")
 clean requests
 
 # ---- 2. malformed FPDUs after a valid exchange --------------------------

@@ -66,19 +66,24 @@ pair() {
 	log "$4 ok"
 }
 
-# rping_once SERVER_NS CLIENT_NS SERVER_ADDR NAME: one rping -V pair;
-# non-zero if either side fails.
+# rping_once SERVER_NS CLIENT_NS SERVER_ADDR NAME: one rping -V pair of 10
+# pings; non-zero if either side fails (lib.sh's rping_channel_race aside)
+# or a ping did not complete.
 rping_once() {
-	local sns=$1 cns=$2 addr=$3 name=$4 spid rc=0
+	local sns=$1 cns=$2 addr=$3 name=$4 spid rc=0 src=0
 	ip netns exec "$sns" timeout 60 rping -s -a "$addr" -C 10 -S 4096 -V \
 		</dev/null >"$VIW_OUT/$name.server" 2>&1 &
 	spid=$!
 	wait_listen "$sns" 7174		# rping's port
 	run_watched 7174 "$VIW_OUT/$name.unread" \
-		ip netns exec "$cns" timeout 60 rping -c -a "$addr" -C 10 -S 4096 -V \
+		ip netns exec "$cns" timeout 60 rping -c -a "$addr" -C 10 -S 4096 -V -v \
 		</dev/null >"$VIW_OUT/$name.client" 2>&1 || rc=$?
 	[ "$rc" = 0 ] || stop_server "$spid"
-	wait "$spid" || rc=$((rc ? rc : $?))
+	wait "$spid" || src=$?
+	rc=$(rping_channel_race "$rc" "$VIW_OUT/$name.client")
+	src=$(rping_channel_race "$src" "$VIW_OUT/$name.server")
+	[ "$rc" != 0 ] || rc=$src
+	[ "$rc" != 0 ] || [ "$(rping_pings "$VIW_OUT/$name.client")" = 10 ] || rc=1
 	return "$rc"
 }
 

@@ -13,9 +13,10 @@ mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 echo "module viw +p" > /sys/kernel/debug/dynamic_debug/control
 knobs=/sys/kernel/debug/viw
 
-# mode NAME REV CRC P2P RTR: set viw's preferences, run rping -V.
+# mode NAME REV CRC P2P RTR: set viw's preferences, run rping -V: 10 pings,
+# each verified.
 mode() {
-	local name=$1 spid rc=0
+	local name=$1 spid rc=0 src=0
 	echo "$2" > "$knobs/mpa_revision"
 	echo "$3" > "$knobs/mpa_crc"
 	echo "$4" > "$knobs/mpa_p2p"
@@ -24,10 +25,15 @@ mode() {
 		>"$VIW_OUT/$name.server" 2>&1 &
 	spid=$!
 	wait_listen "$NS_B" 7174	# rping's port
-	in_a timeout 60 rping -c -a "$IP_B" -C 10 -S 4096 -V </dev/null \
+	in_a timeout 60 rping -c -a "$IP_B" -C 10 -S 4096 -V -v </dev/null \
 		>"$VIW_OUT/$name.client" 2>&1 || rc=$?
-	wait "$spid" || rc=$((rc ? rc : $?))
+	wait "$spid" || src=$?
+	rc=$(rping_channel_race "$rc" "$VIW_OUT/$name.client")
+	src=$(rping_channel_race "$src" "$VIW_OUT/$name.server")
+	[ "$rc" != 0 ] || rc=$src
 	[ "$rc" = 0 ] || { cut -c1-200 "$VIW_OUT/$name".* >&2; die "$name failed ($rc)"; }
+	[ "$(rping_pings "$VIW_OUT/$name.client")" = 10 ] ||
+		die "$name: $(rping_pings "$VIW_OUT/$name.client") of 10 pings completed"
 	log "$name ok"
 }
 

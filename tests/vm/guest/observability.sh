@@ -295,7 +295,10 @@ timeout -k 10 120 trace-cmd record -q -e viw -f 'qpn != 0' -o "$VIW_OUT/viw.dat"
 	bad "trace-cmd record failed: $(tail -3 "$VIW_OUT/tc-record.log")"
 ended_within 30 "$spid" || bad "rping server still runs 30 s after its client"
 stop_server "$spid"
-wait "$spid" || bad "rping server under trace-cmd failed"
+src=0
+wait "$spid" || src=$?
+[ "$(rping_channel_race "$src" "$VIW_OUT/tc-s.log")" = 0 ] ||
+	bad "rping server under trace-cmd failed"
 timeout 60 trace-cmd report -i "$VIW_OUT/viw.dat" >"$VIW_OUT/tc-report" 2>&1 || bad "trace-cmd report failed"
 traced "$VIW_OUT/tc-report" "viw_cm_event: +dev=$DEV_A .* qpn=[1-9][0-9]* event=CONNECT_REPLY status=0" 1
 traced "$VIW_OUT/tc-report" "viw_qp_state: +dev=$DEV_A qpn=[0-9]+ INIT -> RTS" 1

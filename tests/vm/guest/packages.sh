@@ -81,14 +81,17 @@ count=10
 in_b rping -s -a "$IP_B" -C "$count" -S 4096 -V </dev/null >"$VIW_OUT/rping-s.log" 2>&1 &
 spid=$!
 wait_listen "$NS_B" 7174	# rping's port
-rc=0
+rc=0 src=0
 in_a timeout 60 rping -c -a "$IP_B" -C "$count" -S 4096 -V -v \
 	</dev/null >"$VIW_OUT/rping-c.log" 2>&1 || rc=$?
-wait "$spid" || rc=$((rc ? rc : $?))
+wait "$spid" || src=$?
+rc=$(rping_channel_race "$rc" "$VIW_OUT/rping-c.log")
+src=$(rping_channel_race "$src" "$VIW_OUT/rping-s.log")
+[ "$rc" != 0 ] || rc=$src
 if [ "$rc" != 0 ]; then
 	cut -c1-200 "$VIW_OUT/rping-s.log" "$VIW_OUT/rping-c.log" >&2
 	die "rping -V 4096 failed ($rc)"
 fi
-n=$(grep -c "ping data" "$VIW_OUT/rping-c.log" || true)
+n=$(rping_pings "$VIW_OUT/rping-c.log")
 [ "$n" = "$count" ] || die "rping -V 4096: $n of $count pings completed"
 log "rping -V $IP_B size 4096 x$count ok, with the packaged module and provider"
