@@ -203,6 +203,16 @@ rping_channel_race() {
 	fi
 }
 
+# rping_pair_status CSTATUS CLOG SSTATUS SLOG: the status of an rping pair,
+# the client's (output in CLOG) or else the server's, each as
+# rping_channel_race makes it.
+rping_pair_status() {
+	local rc
+	rc=$(rping_channel_race "$1" "$2")
+	[ "$rc" != 0 ] || rc=$(rping_channel_race "$3" "$4")
+	echo "$rc"
+}
+
 # rping_pings LOG: how many pings an rping client with -v completed (-V
 # verified each).
 rping_pings() { grep -c "ping data" "$1" || true; }
@@ -227,9 +237,7 @@ rping_pair() {
 		stop_server "$spid"
 	fi
 	wait "$spid" || src=$?
-	rc=$(rping_channel_race "$rc" "$VIW_OUT/rping-c.log")
-	src=$(rping_channel_race "$src" "$VIW_OUT/rping-s.log")
-	[ "$rc" != 0 ] || rc=$src
+	rc=$(rping_pair_status "$rc" "$VIW_OUT/rping-c.log" "$src" "$VIW_OUT/rping-s.log")
 	if [ "$rc" != 0 ]; then
 		cut -c1-200 "$VIW_OUT/rping-s.log" "$VIW_OUT/rping-c.log" >&2
 		die "rping $addr size $size failed ($rc)"

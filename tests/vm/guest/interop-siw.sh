@@ -80,9 +80,7 @@ rping_once() {
 		</dev/null >"$VIW_OUT/$name.client" 2>&1 || rc=$?
 	[ "$rc" = 0 ] || stop_server "$spid"
 	wait "$spid" || src=$?
-	rc=$(rping_channel_race "$rc" "$VIW_OUT/$name.client")
-	src=$(rping_channel_race "$src" "$VIW_OUT/$name.server")
-	[ "$rc" != 0 ] || rc=$src
+	rc=$(rping_pair_status "$rc" "$VIW_OUT/$name.client" "$src" "$VIW_OUT/$name.server")
 	[ "$rc" != 0 ] || [ "$(rping_pings "$VIW_OUT/$name.client")" = 10 ] || rc=1
 	return "$rc"
 }

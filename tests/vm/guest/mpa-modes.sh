@@ -28,9 +28,7 @@ mode() {
 	in_a timeout 60 rping -c -a "$IP_B" -C 10 -S 4096 -V -v </dev/null \
 		>"$VIW_OUT/$name.client" 2>&1 || rc=$?
 	wait "$spid" || src=$?
-	rc=$(rping_channel_race "$rc" "$VIW_OUT/$name.client")
-	src=$(rping_channel_race "$src" "$VIW_OUT/$name.server")
-	[ "$rc" != 0 ] || rc=$src
+	rc=$(rping_pair_status "$rc" "$VIW_OUT/$name.client" "$src" "$VIW_OUT/$name.server")
 	[ "$rc" = 0 ] || { cut -c1-200 "$VIW_OUT/$name".* >&2; die "$name failed ($rc)"; }
 	[ "$(rping_pings "$VIW_OUT/$name.client")" = 10 ] ||
 		die "$name: $(rping_pings "$VIW_OUT/$name.client") of 10 pings completed"

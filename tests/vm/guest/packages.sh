@@ -85,9 +85,7 @@ rc=0 src=0
 in_a timeout 60 rping -c -a "$IP_B" -C "$count" -S 4096 -V -v \
 	</dev/null >"$VIW_OUT/rping-c.log" 2>&1 || rc=$?
 wait "$spid" || src=$?
-rc=$(rping_channel_race "$rc" "$VIW_OUT/rping-c.log")
-src=$(rping_channel_race "$src" "$VIW_OUT/rping-s.log")
-[ "$rc" != 0 ] || rc=$src
+rc=$(rping_pair_status "$rc" "$VIW_OUT/rping-c.log" "$src" "$VIW_OUT/rping-s.log")
 if [ "$rc" != 0 ]; then
 	cut -c1-200 "$VIW_OUT/rping-s.log" "$VIW_OUT/rping-c.log" >&2
 	die "rping -V 4096 failed ($rc)"
