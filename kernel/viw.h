@@ -273,6 +273,7 @@ u32 *viw_poll_shared_knob(void);
 /* viw_qp.c, viw_tx.c: for tests */
 u32 *viw_qp_bind_delay_knob(void);
 u32 *viw_tx_short_delay_knob(void);
+bool *viw_tx_spill_fail_knob(void);
 
 /* Wait as long as a test's debugfs knob says (0: not at all), at most 1 s. */
 static inline void viw_test_delay(const u32 *knob_ms)

@@ -118,6 +118,8 @@ void viw_debugfs_init(void)
 			   viw_qp_bind_delay_knob());
 	debugfs_create_u32("tx_short_delay_ms", 0600, viw_debugfs_root,
 			   viw_tx_short_delay_knob());
+	debugfs_create_bool("tx_spill_fail", 0600, viw_debugfs_root,
+			    viw_tx_spill_fail_knob());
 	debugfs_create_file("ceps", 0444, viw_debugfs_root, NULL,
 			    &viw_ceps_fops);
 }

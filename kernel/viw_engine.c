@@ -81,6 +81,7 @@ void viw_engine_stream_start(struct viw_qp *qp)
 	struct viw_engine *eng = qp->eng;
 
 	viw_engine_drop_spill(qp);
+	eng->tx_torn = false;
 	eng->tx_msn_send = 1;
 	eng->tx_msn_rreq = 1;
 	eng->tx_msn_term = 1;

@@ -171,6 +171,7 @@ struct viw_engine {
 	bool tx_corked;			/* the last write held back its tail */
 	u8 *tx_spill;			/* what TCP refused a doorbell's run */
 	u32 tx_spill_len;
+	bool tx_torn;			/* the stream stopped inside an FPDU */
 
 	u32 tx_taken;			/* WQEs taken, ever */
 

@@ -790,7 +790,9 @@ bool viw_qp_llp_close(struct viw_qp *qp)
  *
  * Not while a transmit work waits in the socket for room, in the middle
  * of an FPDU, nor while bytes a doorbell's run left to the work item wait
- * (viw_tx_write_owed()), which go first if the socket takes them at once.
+ * (viw_tx_write_owed()), which go first if the socket takes them at once,
+ * nor ever after a write stopped inside an FPDU whose rest could not be
+ * kept (viw_tx_cut()).
  * Return: true if the stream is between two FPDUs, with nothing owed.
  */
 bool viw_qp_stream_whole(struct viw_qp *qp)

@@ -310,6 +310,18 @@ static u32 viw_crc_bvec(u32 crc, const struct bio_vec *bv, int n)
 }
 
 /*
+ * For tests, through debugfs tx_spill_fail (false, the default): every
+ * spill's copy fails to be allocated, as when the poster's memory cgroup
+ * is at its limit (tests/functional/viw_remote_err.c -T).
+ */
+static bool viw_tx_spill_fail;
+
+bool *viw_tx_spill_fail_knob(void)
+{
+	return &viw_tx_spill_fail;
+}
+
+/*
  * The caller's context (viw_tx_doorbell()) must not wait for the peer to
  * read, and the stream must not stop halfway through an FPDU.  Each run
  * starts only when the socket has room for its batch with a margin
@@ -329,6 +341,8 @@ static bool viw_tx_spill(struct viw_qp *qp, struct msghdr *msg)
 	size_t len = msg_data_left(msg);
 	u8 *spill;
 
+	if (READ_ONCE(viw_tx_spill_fail))
+		return false;
 	/* the poster's memory cgroup pays for it, as for its rings */
 	spill = kvmalloc(eng->tx_spill_len + len,
 			 GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
@@ -491,14 +505,14 @@ static int viw_tx_sendmsg(struct viw_qp *qp, struct msghdr *msg)
  * @qp: the QP, tx_lock held
  *
  * A spill may hold the rest of an FPDU (viw_tx_cut()), which must reach
- * the peer before a FIN does.
+ * the peer before a FIN does.  A torn stream can never end whole.
  * Return: true if nothing is owed: the stream is between two FPDUs.
  */
 bool viw_tx_write_owed(struct viw_qp *qp)
 {
 	lockdep_assert_held(&qp->tx_lock);
 	viw_tx_write_spill(qp, false);
-	return !qp->eng->tx_spill;
+	return !qp->eng->tx_spill && !qp->eng->tx_torn;
 }
 
 /*
@@ -525,12 +539,15 @@ static void viw_tx_batch_clear(struct viw_tx_batch *b)
 }
 
 /*
- * The QP left RTS while TCP refused part of a doorbell's write
- * (viw_tx_write()): the run stops, and its WQE is flushed.  What follows
- * in the stream, a TERMINATE or a FIN, must still come between two
- * FPDUs, or the peer reads it as the rest of the FPDU that was cut.  So
- * the rest of that FPDU is spilled, and written first (viw_tx_work(),
- * viw_tx_write_owed()); the FPDUs after it are dropped.
+ * A doorbell's write stopped while TCP refused part of it: the QP left
+ * RTS (-ECONNABORTED), or the poster got a fatal signal while no spill
+ * could be allocated (-EINTR).  The run stops, and its WQE is flushed.
+ * What follows in the stream, a TERMINATE or a FIN, must still come
+ * between two FPDUs, or the peer reads it as the rest of the FPDU that
+ * was cut.  So the rest of that FPDU is spilled, and written first
+ * (viw_tx_work(), viw_tx_write_owed()); the FPDUs after it are dropped.
+ * If even that copy cannot be allocated, the stream is torn: nothing more
+ * is sent on it, and it ends with a reset (viw_qp_stream_whole()).
  */
 static void viw_tx_cut(struct viw_qp *qp, const struct viw_tx_batch *b,
 		       struct msghdr *msg)
@@ -543,10 +560,12 @@ static void viw_tx_cut(struct viw_qp *qp, const struct viw_tx_batch *b,
 	if (i == b->fpdus || start == done)
 		return;
 	iov_iter_truncate(&msg->msg_iter, b->end[i] - done);
-	if (!viw_tx_spill(qp, msg))
-		ibdev_warn_ratelimited(qp->ibqp.device,
-				       "QP %u: stream cut inside an FPDU\n",
-				       qp->ibqp.qp_num);
+	if (viw_tx_spill(qp, msg))
+		return;
+	qp->eng->tx_torn = true;
+	ibdev_warn_ratelimited(qp->ibqp.device,
+			       "QP %u: stream cut inside an FPDU, to be reset\n",
+			       qp->ibqp.qp_num);
 }
 
 /*
@@ -574,7 +593,7 @@ static int viw_tx_flush(struct viw_qp *qp)
 	/* The iterator's length is the sum of what bv[] describes. */
 	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, b->bv, b->nbv, b->bytes);
 	rv = viw_tx_sendmsg(qp, &msg);
-	if (rv == -ECONNABORTED)
+	if (rv == -ECONNABORTED || rv == -EINTR)
 		viw_tx_cut(qp, b, &msg);
 	viw_tx_batch_clear(b);
 	if (rv)
@@ -1437,6 +1456,9 @@ static int viw_tx_step(struct viw_qp *qp)
 
 	if (!viw_qp_tx_open(qp) || !qp->sock)
 		return 0;
+	/* Nothing more goes on a stream torn inside an FPDU: the QP fails. */
+	if (qp->eng->tx_torn)
+		return -ECONNABORTED;
 	/* RFC 6581, 3: a responder sends nothing before the RTR arrived. */
 	if (READ_ONCE(qp->rtr_expected))
 		return 0;
@@ -1513,8 +1535,8 @@ static int viw_tx_answer_reads(struct viw_qp *qp)
 
 /*
  * The error work has stopped the QP (SQE) and waits for its TERMINATE:
- * send it, between two FPDUs, and wake the error work.  Nothing else is
- * sent after it.  The send may block on a peer that does not read; the
+ * send it, between two FPDUs, and wake the error work.  A torn stream
+ * gets none (viw_tx_cut()).  Nothing else is sent after it.  The send may block on a peer that does not read; the
  * error work then gives up waiting and aborts the connection, which ends
  * the send.
  */
@@ -1523,7 +1545,8 @@ static void viw_tx_terminate(struct viw_qp *qp)
 	if (READ_ONCE(qp->state) != IB_QPS_SQE ||
 	    completion_done(&qp->term_done))
 		return;
-	if (qp->term_pending && qp->sock && !viw_tx_answer_reads(qp) &&
+	if (qp->term_pending && qp->sock && !qp->eng->tx_torn &&
+	    !viw_tx_answer_reads(qp) &&
 	    !viw_tx_send_ack(qp) && !viw_tx_send_term(qp)) {
 		WRITE_ONCE(qp->term_sent, true);
 		viw_count(qp->vdev, VIW_CNT_TERM_SENT, 1);

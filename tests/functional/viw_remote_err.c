@@ -5,7 +5,7 @@
  * responder refuses fails the requester's own WR, as on InfiniBand
  * (tests/vm/guest/remote-err.sh; docs/semantics.md section 13).
  *
- *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-C | -D | -F]
+ *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-C | -D | -F | -T]
  *
  * One process, a QP on each device, new QPs for each scenario:
  *   acked        SENDs, WRITEs, a WRITE with immediate and a READ behind
@@ -136,6 +136,17 @@
  *   cut_err      the same, but b's consumer moves b to ERROR in the
  *                window: the stream goes on to the end of the FPDU that
  *                was cut and ends with a FIN
+ *
+ * With -T, the same two with debugfs tx_spill_fail set as well, so that
+ * the rest of the FPDU that TCP cut cannot be kept to finish it (as when
+ * the poster's memory cgroup is at its limit):
+ *   torn_term    b's stream must end with a reset, and carry no TERMINATE
+ *                or other byte after the part of the FPDU that TCP took:
+ *                the peer would read them as the rest of that FPDU.
+ *                Every whole FPDU before it is one of b's WRITEs, in
+ *                line.  b ends in ERROR, its completions as in cut_term
+ *   torn_err     the same, b's consumer moving b to ERROR: a reset, not
+ *                the FIN of cut_err
  *
  * Output: "PASS name" / "FAIL name: why" lines, "N passed, N failed".
  */
@@ -1145,6 +1156,7 @@ struct drain {
 	atomic_bool bad;
 	atomic_bool terminated;		/* a TERMINATE was read */
 	atomic_bool eof;		/* the stream ended (FIN or reset) */
+	int end_err;			/* 0 for a FIN, else read()'s errno */
 	uint8_t acc[2 << 16];		/* bytes not yet checked */
 	size_t have;
 };
@@ -1233,6 +1245,7 @@ static void *drain_run(void *arg)
 		d->have += n;
 		drain_check(d);
 	}
+	d->end_err = n < 0 ? errno : 0;
 	atomic_store(&d->eof, true);
 	return NULL;
 }
@@ -1434,7 +1447,14 @@ static int raw_write_bad_stag(int fd)
 	return write(fd, fpdu, sizeof(fpdu)) == (ssize_t)sizeof(fpdu) ? 0 : -1;
 }
 
-/* How cut_term and cut_err take b out of RTS, CUT_SPOIL_MS into a post. */
+/* A cut scenario: how b leaves RTS, and whether the cut FPDU is torn. */
+struct cut_kind {
+	const char *name;
+	bool by_peer;		/* the raw client's bad WRITE, else ERROR */
+	bool torn;		/* debugfs tx_spill_fail is set (-T) */
+};
+
+/* How the cut scenarios take b out of RTS, CUT_SPOIL_MS into a post. */
 struct spoiler {
 	pthread_t thread;
 	struct side *b;
@@ -1466,18 +1486,47 @@ static const char *drain_until_eof(struct drain *d)
 	return atomic_load(&d->eof) ? NULL : "the stream did not end";
 }
 
-/* What b's stream ended with: NULL if as it must, or what went wrong. */
-static const char *cut_stream_end(struct drain *d, bool by_peer)
+/*
+ * What b's stream ended with: NULL if as it must, or what went wrong.  A
+ * torn stream ends anywhere, as a reset drops what b had not sent, but
+ * with nothing after the part of the cut FPDU that TCP took.
+ */
+static const char *cut_stream_end(struct drain *d, const struct cut_kind *k)
 {
 	const char *step = drain_until_eof(d);
 
 	if (!step && atomic_load(&d->bad))
 		step = d->why;
-	if (!step && d->have)
-		step = "the stream ended inside an FPDU";
-	if (!step && by_peer && !atomic_load(&d->terminated))
-		step = "no TERMINATE";
-	return step;
+	if (step)
+		return step;
+	if (k->torn)
+		return d->end_err == ECONNRESET ? NULL :
+		       d->end_err ? "the stream ended in an error, not a reset" :
+				    "the stream ended with a FIN, not a reset";
+	if (d->have)
+		return "the stream ended inside an FPDU";
+	if (k->by_peer && !atomic_load(&d->terminated))
+		return "no TERMINATE";
+	return NULL;
+}
+
+/* "NAME: WHAT" in @buf, a vt_check() name. */
+static const char *cut_name(char *buf, size_t len, const struct cut_kind *k,
+			    const char *what)
+{
+	snprintf(buf, len, "%s: %s", k->name, what);
+	return buf;
+}
+
+/* What cut_stream_end() checked, as a vt_check() name. */
+static const char *cut_end_name(char *buf, size_t len,
+				const struct cut_kind *k)
+{
+	if (k->torn)
+		return cut_name(buf, len, k, "b's stream stops inside the FPDU TCP cut, with a reset and nothing after the cut");
+	return cut_name(buf, len, k, k->by_peer ?
+			"b's stream goes on to the FPDU's end, then its TERMINATE and FIN" :
+			"b's stream goes on to the FPDU's end, then its FIN");
 }
 
 /*
@@ -1512,22 +1561,23 @@ static const char *cut_wcs(struct side *b, char *why, size_t len)
  * it failed, CUT_MISSED if the post did not wait: TCP took the
  * doorbell's writes whole, or left them to the work item.
  */
-static int cut_check(const char *name, struct side *b, int fd, bool by_peer)
+static int cut_check(const struct cut_kind *k, struct side *b, int fd)
 {
 	struct drain *d = calloc(1, sizeof(*d));
-	struct spoiler sp = { .b = b, .fd = fd, .by_peer = by_peer };
+	struct spoiler sp = { .b = b, .fd = fd, .by_peer = k->by_peer };
+	const char *name = k->name;
 	struct ibv_wc wc[FULL_WRS];
 	const char *step;
 	long long t0, took;
 	int state, rv = -1;
-	char why[96];
+	char why[96], what[160];
 
 	if (!d) {
 		vt_fail(name, "calloc");
 		return -1;
 	}
 	d->fd = fd;
-	d->term_ok = by_peer;
+	d->term_ok = k->by_peer && !k->torn;
 	d->first_len = CUT_FIRST_LEN;
 	if (pthread_create(&d->thread, NULL, drain_run, d)) {
 		vt_fail(name, "pthread_create");
@@ -1543,7 +1593,8 @@ static int cut_check(const char *name, struct side *b, int fd, bool by_peer)
 	took = vt_now_ms() - t0;
 	pthread_join(sp.thread, NULL);
 	if (!step && sp.rv)
-		step = by_peer ? "the raw client's bad WRITE" : "modify_qp to ERROR";
+		step = k->by_peer ? "the raw client's bad WRITE" :
+				    "modify_qp to ERROR";
 	if (step) {
 		vt_fail(name, "%s: %s", step, strerror(errno));
 		goto out;
@@ -1556,20 +1607,17 @@ static int cut_check(const char *name, struct side *b, int fd, bool by_peer)
 		rv = CUT_MISSED;
 		goto out;
 	}
-	step = cut_stream_end(d, by_peer);
-	vt_check(!step,
-		 by_peer ? "cut_term: b's stream goes on to the FPDU's end, then its TERMINATE and FIN"
-			 : "cut_err: b's stream goes on to the FPDU's end, then its FIN",
+	step = cut_stream_end(d, k);
+	vt_check(!step, cut_end_name(what, sizeof(what), k),
 		 "%s (%lld bytes read, %d whole WRITEs)", step,
 		 (long long)atomic_load(&d->bytes), atomic_load(&d->writes));
 	state = vt_qp_state(b->qp);
-	vt_check(state == IBV_QPS_ERR, by_peer ? "cut_term: b ends in ERROR"
-					       : "cut_err: b ends in ERROR",
+	vt_check(state == IBV_QPS_ERR,
+		 cut_name(what, sizeof(what), k, "b ends in ERROR"),
 		 "b in %s", vt_qp_state_str(state));
 	step = cut_wcs(b, why, sizeof(why));
-	vt_check(!step,
-		 by_peer ? "cut_term: the WRITEs before the one cut complete with success, the rest are flushed"
-			 : "cut_err: the WRITEs before the one cut complete with success, the rest are flushed",
+	vt_check(!step, cut_name(what, sizeof(what), k,
+				 "the WRITEs before the one cut complete with success, the rest are flushed"),
 		 "%s", step);
 	rv = 0;
 out:
@@ -1587,9 +1635,9 @@ out:
  * CUT_TRIES in all.
  */
 static void scenario_cut(struct side *a, struct side *b, int gid_index,
-			 bool by_peer)
+			 const struct cut_kind *k)
 {
-	const char *name = by_peer ? "cut_term" : "cut_err";
+	const char *name = k->name;
 	const char *who, *step;
 	int fd, try, rv = CUT_MISSED;
 
@@ -1604,12 +1652,13 @@ static void scenario_cut(struct side *a, struct side *b, int gid_index,
 			vt_fail(name, "%s %s: %s", who, step, strerror(errno));
 			return;
 		}
-		rv = cut_check(name, b, fd, by_peer);
+		rv = cut_check(k, b, fd);
 		raw_reset(fd);
 	}
 	if (rv == CUT_MISSED)
-		vt_fail(name, "no post of %d waited after a short write: is debugfs tx_short_delay_ms %d, and net.ipv4.tcp_notsent_lowat 16384 in b's namespace?",
-			CUT_TRIES, CUT_DELAY_MS);
+		vt_fail(name, "no post of %d waited after a short write: is debugfs tx_short_delay_ms %d%s, and net.ipv4.tcp_notsent_lowat 16384 in b's namespace?",
+			CUT_TRIES, CUT_DELAY_MS,
+			k->torn ? " and tx_spill_fail Y" : "");
 }
 
 /*
@@ -1868,6 +1917,7 @@ enum run_mode {
 	RUN_DELAYED,	/* -D */
 	RUN_FULL,	/* -F */
 	RUN_CUT,	/* -C */
+	RUN_TORN,	/* -T */
 };
 
 static int run(const char *dev_a, const char *dev_b, int gid_index,
@@ -1890,10 +1940,18 @@ static int run(const char *dev_a, const char *dev_b, int gid_index,
 		scenario_spoke(&a, &b, gid_index);
 		goto out;
 	}
-	if (mode == RUN_CUT) {
+	if (mode == RUN_CUT || mode == RUN_TORN) {
+		bool torn = mode == RUN_TORN;
+		const struct cut_kind term = {
+			torn ? "torn_term" : "cut_term", true, torn
+		};
+		const struct cut_kind err = {
+			torn ? "torn_err" : "cut_err", false, torn
+		};
+
 		reset_bufs(&a, &b);
-		scenario_cut(&a, &b, gid_index, true);
-		scenario_cut(&a, &b, gid_index, false);
+		scenario_cut(&a, &b, gid_index, &term);
+		scenario_cut(&a, &b, gid_index, &err);
 		goto out;
 	}
 	if (mode == RUN_FULL) {
@@ -1935,7 +1993,7 @@ int main(int argc, char **argv)
 	enum run_mode mode = RUN_ALL;
 	int gid_index = 1, c;
 
-	while ((c = getopt(argc, argv, "a:b:g:CDF")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:g:CDFT")) != -1) {
 		switch (c) {
 		case 'a':
 			dev_a = optarg;
@@ -1955,13 +2013,16 @@ int main(int argc, char **argv)
 		case 'C':
 			mode = RUN_CUT;
 			break;
+		case 'T':
+			mode = RUN_TORN;
+			break;
 		default:
 			return 2;
 		}
 	}
 	if (!dev_a || !dev_b) {
 		fprintf(stderr,
-			"usage: %s -a DEV_A -b DEV_B [-g GID] [-C | -D | -F]\n",
+			"usage: %s -a DEV_A -b DEV_B [-g GID] [-C | -D | -F | -T]\n",
 			argv[0]);
 		return 2;
 	}

@@ -42,6 +42,10 @@
 #   ERROR (then a FIN): b's stream still goes on to the end of the FPDU
 #   that was cut, and only then carries the TERMINATE or the FIN
 #   (cut_term, cut_err).
+# - the same with debugfs tx_spill_fail set too (viw_remote_err -T): the
+#   rest of the FPDU that TCP cut cannot be kept, so b's stream is reset,
+#   with no TERMINATE, FIN or other byte after what TCP took (torn_term,
+#   torn_err).
 . "$(dirname "$0")/../lib.sh"
 
 bin=$VIW_BUILD/tests/functional/viw_remote_err
@@ -90,18 +94,29 @@ for lowat in ${LOWAT:-1 16384}; do
 done
 log "a doorbell's short write leaves the wait to the work item ok"
 
-# -C: b leaves RTS while its doorbell's run, its write cut short by TCP,
-# waits in debugfs tx_short_delay_ms (viw_remote_err.c's CUT_DELAY_MS).
-in_b sysctl -qw "$lowat_knob=16384"
-echo 300 >/sys/kernel/debug/viw/tx_short_delay_ms || die "cannot set tx_short_delay_ms"
-rv=0
-timeout -k 5 60 ip netns exec "$NS_A" "$bin" -a "$DEV_A" -b "$DEV_B" -C \
-	</dev/null >"$VIW_OUT/cut.log" 2>&1 || rv=$?
-echo 0 >/sys/kernel/debug/viw/tx_short_delay_ms
-in_b sysctl -qw "$lowat_knob=$lowat0"
-[ "$rv" = 0 ] || { cat "$VIW_OUT/cut.log"; die "viw_remote_err -C failed ($rv)"; }
-grep -E "^(PASS|INFO)" "$VIW_OUT/cut.log" | sed 's/^/  cut: /'
+# -C and -T: b leaves RTS while its doorbell's run, its write cut short
+# by TCP, waits in debugfs tx_short_delay_ms (viw_remote_err.c's
+# CUT_DELAY_MS); with -T the rest of the cut FPDU cannot be kept either
+# (debugfs tx_spill_fail fails the copy's allocation).
+dbg=/sys/kernel/debug/viw
+cut_run() {
+	local opt=$1 name=$2 spill_fail=$3 rv=0
+
+	in_b sysctl -qw "$lowat_knob=16384"
+	echo 300 >"$dbg/tx_short_delay_ms" || die "cannot set tx_short_delay_ms"
+	echo "$spill_fail" >"$dbg/tx_spill_fail" || die "cannot set tx_spill_fail"
+	timeout -k 5 60 ip netns exec "$NS_A" "$bin" -a "$DEV_A" -b "$DEV_B" "$opt" \
+		</dev/null >"$VIW_OUT/$name.log" 2>&1 || rv=$?
+	echo N >"$dbg/tx_spill_fail"
+	echo 0 >"$dbg/tx_short_delay_ms"
+	in_b sysctl -qw "$lowat_knob=$lowat0"
+	[ "$rv" = 0 ] || { cat "$VIW_OUT/$name.log"; die "viw_remote_err $opt failed ($rv)"; }
+	grep -E "^(PASS|INFO)" "$VIW_OUT/$name.log" | sed "s/^/  $name: /"
+}
+cut_run -C cut N
 log "a stream whose doorbell's write TCP cut ends between two FPDUs ok"
+cut_run -T torn Y
+log "a stream whose cut FPDU cannot be finished is reset ok"
 
 for n in 1 2 3; do
 	pingpong_pair ibv_rc_pingpong a b 1 -n 200 >/dev/null
