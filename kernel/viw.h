@@ -270,10 +270,11 @@ void viw_poll_doorbell(struct viw_device *vdev);
 u32 *viw_poll_idle_knob(void);
 u32 *viw_poll_shared_knob(void);
 
-/* viw_qp.c, viw_tx.c: for tests */
+/* viw_qp.c, viw_tx.c, viw_rx.c: for tests */
 u32 *viw_qp_bind_delay_knob(void);
 u32 *viw_tx_short_delay_knob(void);
 bool *viw_tx_spill_fail_knob(void);
+u32 *viw_rx_send_done_delay_knob(void);
 
 /* Wait as long as a test's debugfs knob says (0: not at all), at most 1 s. */
 static inline void viw_test_delay(const u32 *knob_ms)
@@ -282,6 +283,15 @@ static inline void viw_test_delay(const u32 *knob_ms)
 
 	if (ms)
 		msleep(min(ms, 1000U));
+}
+
+/* The same where sleeping is not allowed: it spins, at most 500 ms. */
+static inline void viw_test_delay_atomic(const u32 *knob_ms)
+{
+	u32 ms = READ_ONCE(*knob_ms);
+
+	if (ms)
+		mdelay(min(ms, 500U));
 }
 
 /* viw_ring.c */

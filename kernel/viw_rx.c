@@ -831,6 +831,20 @@ static void viw_rx_terminate(struct viw_qp *qp)
 	viw_qp_terminated(qp, &term.cause);
 }
 
+/*
+ * For tests, through debugfs rx_send_done_delay_ms (0, the default: no
+ * wait): how long the receive engine spins, in the softirq that delivers
+ * the stream, right after it completed a SEND's receive, so that a test
+ * can destroy the QP surely before the engine goes on
+ * (tests/functional/viw_remote_err.c -L).  At most 500 ms.
+ */
+static u32 viw_rx_send_done_delay_ms;
+
+u32 *viw_rx_send_done_delay_knob(void)
+{
+	return &viw_rx_send_done_delay_ms;
+}
+
 /* A whole SEND-type or WRITE message was placed: count it for the ACK. */
 static void viw_rx_placed(struct viw_rx *rx)
 {
@@ -877,6 +891,7 @@ static int viw_rx_end_send(struct viw_qp *qp)
 	 */
 	viw_rx_placed(rx);
 	viw_rx_complete_rqe(qp, VIW_CQE_SUCCESS);
+	viw_test_delay_atomic(&viw_rx_send_done_delay_ms);
 	return 0;
 }
 

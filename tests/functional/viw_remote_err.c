@@ -5,7 +5,7 @@
  * responder refuses fails the requester's own WR, as on InfiniBand
  * (tests/vm/guest/remote-err.sh; docs/semantics.md section 13).
  *
- *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-C | -D | -F | -T]
+ *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-C | -D | -F | -L | -T]
  *
  * One process, a QP on each device, new QPs for each scenario:
  *   acked        SENDs, WRITEs, a WRITE with immediate and a READ behind
@@ -148,8 +148,23 @@
  *   torn_err     the same, b's consumer moving b to ERROR: a reset, not
  *                the FIN of cut_err
  *
+ * With -L, which the VM test runs with debugfs rx_send_done_delay_ms at
+ * LAST_DELAY_MS (b's receive engine spins that long right after it
+ * completed a SEND's receive):
+ *   last_recv    after a first SEND, which waits until the stream is up,
+ *                a sends one SEND into b's one receive; a thread of b's
+ *                destroys b's QP the moment it polls that receive's
+ *                completion, while b's engine still spins.  a's SEND must
+ *                complete with success: b's destroy acknowledged what b
+ *                had placed, completion or not.  Each round on new QPs.
+ *                A round whose destroy did not start within the spin (as
+ *                when the spin runs on b's consumer's CPU) missed the
+ *                window; LAST_HITS rounds must hit it, in at most
+ *                LAST_TRIES
+ *
  * Output: "PASS name" / "FAIL name: why" lines, "N passed, N failed".
  */
+#define _GNU_SOURCE	/* pthread_setaffinity_np(), CPU_SET() */
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
@@ -206,6 +221,10 @@
  */
 #define CUT_FIRST_LEN	100
 #define CUT_TRIES	5
+/* last_recv: debugfs rx_send_done_delay_ms as the VM test sets it */
+#define LAST_DELAY_MS	300
+#define LAST_HITS	3
+#define LAST_TRIES	10
 /*
  * peer_left: b's retries (4.096 us * 2^16 a try, 8 tries: 2147 ms), the
  * least time before b gives up (a timer tick less: it counts in ticks),
@@ -1906,6 +1925,144 @@ static void scenario_peer_left(struct side *a, struct side *b, int gid_index)
 	peer_left_then_send(a, b, gid_index);
 }
 
+/*
+ * Run the calling thread on @cpu only.  On a veth, b's receive engine
+ * runs in the softirq on the CPU of a's post, so b's consumer must poll
+ * on the other CPU to see the completion during the spin.
+ */
+static int pin_to_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+/* last_recv: b's consumer, which destroys b's QP at its receive's completion. */
+struct destroyer {
+	pthread_t thread;
+	struct side *b;
+	enum ibv_wc_status status;	/* of the receive */
+	long long start_ms;		/* when the destroy started */
+	const char *why;		/* what went wrong, or NULL */
+	atomic_bool polling;		/* on CPU 0, polling b's CQ */
+};
+
+static void *destroyer_run(void *arg)
+{
+	struct destroyer *ds = arg;
+	struct ibv_wc wc;
+
+	if (pin_to_cpu(0)) {
+		ds->why = "pinning b's consumer to CPU 0";
+		atomic_store(&ds->polling, true);
+		return NULL;
+	}
+	atomic_store(&ds->polling, true);
+	if (vt_poll_cq_until(ds->b->cq, &wc, 1, vt_deadline_in(WAIT_MS)) != 1) {
+		ds->why = "no receive completion";
+		return NULL;
+	}
+	ds->status = wc.status;
+	ds->start_ms = vt_now_ms();
+	if (ibv_destroy_qp(ds->b->qp)) {
+		ds->why = "ibv_destroy_qp";
+		return NULL;
+	}
+	ds->b->qp = NULL;
+	return NULL;
+}
+
+#define LAST_NAME "last_recv: b destroyed at its receive's completion, while its engine spins, acknowledges the SEND: it completes with success"
+
+/* last_recv_round(): b's destroy came after the spin. */
+static const char LAST_MISSED[] = "missed";
+
+/*
+ * One round of last_recv on new QPs: NULL, LAST_MISSED, or what went
+ * wrong.  b's engine spins from the receive's completion, which comes
+ * after the post, for LAST_DELAY_MS: a destroy that starts less than that
+ * after the post surely came within the spin.
+ */
+static const char *last_recv_round(struct side *a, struct side *b,
+				   int gid_index, char *why, size_t len)
+{
+	static const struct op send = { IBV_WR_SEND, 0, 0, true };
+	struct destroyer ds = { .b = b };
+	long long posted;
+	struct ibv_wc wc;
+	int n;
+
+	if (connect_pair(a, b, gid_index))
+		return "connecting the QPs failed";
+	/*
+	 * A first SEND waits until the stream is up: a SEND posted before
+	 * goes out from whichever CPU the connection comes up on.
+	 */
+	if (send_one(a, b, false))
+		return "the first SEND failed";
+	if (post_recv_at(b, 41, dst(b, 0), MSG))
+		return "posting b's receive failed";
+	if (pthread_create(&ds.thread, NULL, destroyer_run, &ds))
+		return "pthread_create";
+	/* b's consumer must be on its CPU first, not behind a's spin */
+	while (!atomic_load(&ds.polling))
+		usleep(1000);
+	posted = vt_now_ms();
+	if (post_ops(a, &send, 1)) {
+		pthread_join(ds.thread, NULL);
+		return "posting a's SEND failed";
+	}
+	n = vt_poll_cq_until(a->cq, &wc, 1, vt_deadline_in(WAIT_MS));
+	pthread_join(ds.thread, NULL);
+	if (ds.why)
+		return ds.why;
+	vt_info("last_recv: b's destroy started %lld ms after the post%s",
+		ds.start_ms - posted,
+		ds.start_ms - posted >= LAST_DELAY_MS ?
+		", past the spin: the window was missed" : "");
+	if (ds.start_ms - posted >= LAST_DELAY_MS)
+		return LAST_MISSED;
+	if (ds.status != IBV_WC_SUCCESS)
+		snprintf(why, len, "b's receive: %s",
+			 vt_wc_status_name(ds.status));
+	else if (n != 1)
+		snprintf(why, len, "no completion of a's SEND");
+	else if (wc.status != IBV_WC_SUCCESS)
+		snprintf(why, len, "a's SEND: %s", vt_wc_status_name(wc.status));
+	else
+		return NULL;
+	return why;
+}
+
+static void scenario_last_recv(struct side *a, struct side *b, int gid_index)
+{
+	const char *step = NULL;
+	int round, hits = 0;
+	char why[128];
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || pin_to_cpu(1)) {
+		vt_fail("last_recv", "needs CPUs 0 and 1 (a's on 1, b's on 0): %s",
+			strerror(errno));
+		return;
+	}
+	for (round = 1; round <= LAST_TRIES && hits < LAST_HITS; round++) {
+		step = last_recv_round(a, b, gid_index, why, sizeof(why));
+		if (step == LAST_MISSED)
+			continue;
+		if (step)
+			break;
+		hits++;
+	}
+	if (step && step != LAST_MISSED)
+		vt_fail(LAST_NAME, "round %d: %s", round, step);
+	else
+		vt_check(hits == LAST_HITS, LAST_NAME,
+			 "%d of %d rounds hit the window: is debugfs rx_send_done_delay_ms %d?",
+			 hits, round - 1, LAST_DELAY_MS);
+}
+
 static void reset_bufs(struct side *a, struct side *b)
 {
 	memset(a->buf, FILL_A, BUF_SIZE);
@@ -1918,6 +2075,7 @@ enum run_mode {
 	RUN_FULL,	/* -F */
 	RUN_CUT,	/* -C */
 	RUN_TORN,	/* -T */
+	RUN_LAST,	/* -L */
 };
 
 static int run(const char *dev_a, const char *dev_b, int gid_index,
@@ -1952,6 +2110,11 @@ static int run(const char *dev_a, const char *dev_b, int gid_index,
 		reset_bufs(&a, &b);
 		scenario_cut(&a, &b, gid_index, &term);
 		scenario_cut(&a, &b, gid_index, &err);
+		goto out;
+	}
+	if (mode == RUN_LAST) {
+		reset_bufs(&a, &b);
+		scenario_last_recv(&a, &b, gid_index);
 		goto out;
 	}
 	if (mode == RUN_FULL) {
@@ -1993,7 +2156,7 @@ int main(int argc, char **argv)
 	enum run_mode mode = RUN_ALL;
 	int gid_index = 1, c;
 
-	while ((c = getopt(argc, argv, "a:b:g:CDFT")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:g:CDFLT")) != -1) {
 		switch (c) {
 		case 'a':
 			dev_a = optarg;
@@ -2016,13 +2179,16 @@ int main(int argc, char **argv)
 		case 'T':
 			mode = RUN_TORN;
 			break;
+		case 'L':
+			mode = RUN_LAST;
+			break;
 		default:
 			return 2;
 		}
 	}
 	if (!dev_a || !dev_b) {
 		fprintf(stderr,
-			"usage: %s -a DEV_A -b DEV_B [-g GID] [-C | -D | -F | -T]\n",
+			"usage: %s -a DEV_A -b DEV_B [-g GID] [-C | -D | -F | -L | -T]\n",
 			argv[0]);
 		return 2;
 	}

@@ -46,6 +46,10 @@
 #   rest of the FPDU that TCP cut cannot be kept, so b's stream is reset,
 #   with no TERMINATE, FIN or other byte after what TCP took (torn_term,
 #   torn_err).
+# - with debugfs rx_send_done_delay_ms at 300 (viw_remote_err -L): b's
+#   consumer destroys b's QP the moment its receive completes, while b's
+#   receive engine still spins after that completion; a's SEND still
+#   completes with success, as b's destroy acknowledged it (last_recv).
 . "$(dirname "$0")/../lib.sh"
 
 bin=$VIW_BUILD/tests/functional/viw_remote_err
@@ -94,29 +98,52 @@ for lowat in ${LOWAT:-1 16384}; do
 done
 log "a doorbell's short write leaves the wait to the work item ok"
 
+dbg=/sys/kernel/debug/viw
+
+# viw_remote_err OPT, its output in NAME.log: it must pass.  A post held
+# in the kernel ignores the test's own SIGALRM.
+remote_err_run() {
+	local opt=$1 name=$2 rv=0
+
+	timeout -k 5 60 ip netns exec "$NS_A" "$bin" -a "$DEV_A" -b "$DEV_B" "$opt" \
+		</dev/null >"$VIW_OUT/$name.log" 2>&1 || rv=$?
+	[ "$rv" = 0 ] && return
+	cat "$VIW_OUT/$name.log"
+	die "viw_remote_err $opt failed ($rv)"
+}
+
 # -C and -T: b leaves RTS while its doorbell's run, its write cut short
 # by TCP, waits in debugfs tx_short_delay_ms (viw_remote_err.c's
 # CUT_DELAY_MS); with -T the rest of the cut FPDU cannot be kept either
 # (debugfs tx_spill_fail fails the copy's allocation).
-dbg=/sys/kernel/debug/viw
 cut_run() {
 	local opt=$1 name=$2 spill_fail=$3 rv=0
 
 	in_b sysctl -qw "$lowat_knob=16384"
 	echo 300 >"$dbg/tx_short_delay_ms" || die "cannot set tx_short_delay_ms"
 	echo "$spill_fail" >"$dbg/tx_spill_fail" || die "cannot set tx_spill_fail"
-	timeout -k 5 60 ip netns exec "$NS_A" "$bin" -a "$DEV_A" -b "$DEV_B" "$opt" \
-		</dev/null >"$VIW_OUT/$name.log" 2>&1 || rv=$?
+	( remote_err_run "$opt" "$name" ) || rv=$?
 	echo N >"$dbg/tx_spill_fail"
 	echo 0 >"$dbg/tx_short_delay_ms"
 	in_b sysctl -qw "$lowat_knob=$lowat0"
-	[ "$rv" = 0 ] || { cat "$VIW_OUT/$name.log"; die "viw_remote_err $opt failed ($rv)"; }
+	[ "$rv" = 0 ] || exit "$rv"
 	grep -E "^(PASS|INFO)" "$VIW_OUT/$name.log" | sed "s/^/  $name: /"
 }
 cut_run -C cut N
 log "a stream whose doorbell's write TCP cut ends between two FPDUs ok"
 cut_run -T torn Y
 log "a stream whose cut FPDU cannot be finished is reset ok"
+
+# -L: b's receive engine spins 300 ms after completing a SEND's receive
+# (viw_remote_err.c's LAST_DELAY_MS), and b's consumer destroys b's QP in
+# that window.
+echo 300 >"$dbg/rx_send_done_delay_ms" || die "cannot set rx_send_done_delay_ms"
+rv=0
+( remote_err_run -L last ) || rv=$?
+echo 0 >"$dbg/rx_send_done_delay_ms"
+[ "$rv" = 0 ] || exit "$rv"
+grep -E "^(PASS|INFO)" "$VIW_OUT/last.log" | sed 's/^/  last: /'
+log "a QP destroyed at its last receive's completion acknowledges it ok"
 
 for n in 1 2 3; do
 	pingpong_pair ibv_rc_pingpong a b 1 -n 200 >/dev/null
