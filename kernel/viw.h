@@ -275,6 +275,7 @@ u32 *viw_qp_bind_delay_knob(void);
 u32 *viw_tx_short_delay_knob(void);
 bool *viw_tx_spill_fail_knob(void);
 u32 *viw_rx_send_done_delay_knob(void);
+u32 *viw_tx_run_hold_knob(void);
 
 /* Wait as long as a test's debugfs knob says (0: not at all), at most 1 s. */
 static inline void viw_test_delay(const u32 *knob_ms)

@@ -1654,6 +1654,20 @@ static void viw_tx_work(struct work_struct *work)
 		viw_tx_check_error(qp, rv);
 }
 
+/*
+ * For tests, through debugfs tx_run_hold_ms (0, the default: no wait):
+ * how long a doorbell's run keeps tx_lock after its last write, so that a
+ * test can have a message placed, and the QP leave RTS, surely while a
+ * run that has passed its acknowledgement holds the engine
+ * (tests/functional/viw_remote_err.c -H).  At most a second.
+ */
+static u32 viw_tx_run_hold_ms;
+
+u32 *viw_tx_run_hold_knob(void)
+{
+	return &viw_tx_run_hold_ms;
+}
+
 /* A doorbell's run, without chaining: true if the engine has nothing left. */
 static bool viw_tx_run_direct(struct viw_qp *qp)
 {
@@ -1664,6 +1678,7 @@ static bool viw_tx_run_direct(struct viw_qp *qp)
 	qp->tx_direct = true;
 	rv = viw_tx_run(qp);
 	qp->tx_direct = false;
+	viw_test_delay(&viw_tx_run_hold_ms);
 	mutex_unlock(&qp->tx_lock);
 
 	if (rv == -EAGAIN || rv > 0)

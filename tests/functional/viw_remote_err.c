@@ -5,7 +5,7 @@
  * responder refuses fails the requester's own WR, as on InfiniBand
  * (tests/vm/guest/remote-err.sh; docs/semantics.md section 13).
  *
- *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-C | -D | -F | -L | -T]
+ *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-C | -D | -F | -H | -L | -T]
  *
  * One process, a QP on each device, new QPs for each scenario:
  *   acked        SENDs, WRITEs, a WRITE with immediate and a READ behind
@@ -162,6 +162,17 @@
  *                window; LAST_HITS rounds must hit it, in at most
  *                LAST_TRIES
  *
+ * With -H, which the VM test runs with debugfs tx_run_hold_ms at
+ * LAST_DELAY_MS (a doorbell's run keeps the engine that long after its
+ * last write):
+ *   busy_recv    after a first SEND, b posts a SEND into a's receive, from
+ *                CPU 0; its run holds b's engine, its acknowledgement
+ *                passed.  BUSY_A_AFTER_MS later a sends one SEND into b's
+ *                receive, and b's consumer, on CPU 0, moves b to ERROR the
+ *                moment that completes.  a's SEND must complete with
+ *                success: b's ERROR waited for the run, then acknowledged
+ *                what b had placed.  Rounds as in last_recv
+ *
  * Output: "PASS name" / "FAIL name: why" lines, "N passed, N failed".
  */
 #define _GNU_SOURCE	/* pthread_setaffinity_np(), CPU_SET() */
@@ -225,6 +236,9 @@
 #define LAST_DELAY_MS	300
 #define LAST_HITS	3
 #define LAST_TRIES	10
+#define LAST_RECV_ID	41
+/* busy_recv: how long after b's post a posts (b's run holds by then) */
+#define BUSY_A_AFTER_MS	100
 /*
  * peer_left: b's retries (4.096 us * 2^16 a try, 8 tries: 2147 ms), the
  * least time before b gives up (a timer tick less: it counts in ticks),
@@ -1939,18 +1953,34 @@ static int pin_to_cpu(int cpu)
 	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
-/* last_recv: b's consumer, which destroys b's QP at its receive's completion. */
+/*
+ * last_recv, busy_recv: b's consumer, which destroys b's QP, or moves it
+ * to ERROR, at the completion of b's receive.
+ */
 struct destroyer {
 	pthread_t thread;
 	struct side *b;
+	bool to_error;			/* ERROR, not destroy */
 	enum ibv_wc_status status;	/* of the receive */
 	long long start_ms;		/* when the destroy started */
 	const char *why;		/* what went wrong, or NULL */
 	atomic_bool polling;		/* on CPU 0, polling b's CQ */
 };
 
+/* Poll @s's CQ for the completion of WR @wr_id, skipping others. */
+static bool poll_wr(struct side *s, uint64_t wr_id, struct ibv_wc *wc)
+{
+	long long deadline = vt_deadline_in(WAIT_MS);
+
+	while (vt_poll_cq_until(s->cq, wc, 1, deadline) == 1)
+		if (wc->wr_id == wr_id)
+			return true;
+	return false;
+}
+
 static void *destroyer_run(void *arg)
 {
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
 	struct destroyer *ds = arg;
 	struct ibv_wc wc;
 
@@ -1960,12 +1990,17 @@ static void *destroyer_run(void *arg)
 		return NULL;
 	}
 	atomic_store(&ds->polling, true);
-	if (vt_poll_cq_until(ds->b->cq, &wc, 1, vt_deadline_in(WAIT_MS)) != 1) {
+	if (!poll_wr(ds->b, LAST_RECV_ID, &wc)) {
 		ds->why = "no receive completion";
 		return NULL;
 	}
 	ds->status = wc.status;
 	ds->start_ms = vt_now_ms();
+	if (ds->to_error) {
+		if (ibv_modify_qp(ds->b->qp, &err, IBV_QP_STATE))
+			ds->why = "modify_qp to ERROR";
+		return NULL;
+	}
 	if (ibv_destroy_qp(ds->b->qp)) {
 		ds->why = "ibv_destroy_qp";
 		return NULL;
@@ -1974,10 +2009,54 @@ static void *destroyer_run(void *arg)
 	return NULL;
 }
 
-#define LAST_NAME "last_recv: b destroyed at its receive's completion, while its engine spins, acknowledges the SEND: it completes with success"
+/* b's consumer, started, polling on its CPU: NULL, or what went wrong. */
+static const char *destroyer_start(struct destroyer *ds)
+{
+	if (pthread_create(&ds->thread, NULL, destroyer_run, ds))
+		return "pthread_create";
+	/* b's consumer must be on its CPU first, not behind a's spin */
+	while (!atomic_load(&ds->polling))
+		usleep(1000);
+	return NULL;
+}
+
+/* a's SEND, WR 0, is in @wc: NULL if it succeeded, or what went wrong. */
+static const char *a_send_status(const struct destroyer *ds, bool got,
+				 const struct ibv_wc *wc, char *why, size_t len)
+{
+	if (ds->status != IBV_WC_SUCCESS)
+		snprintf(why, len, "b's receive: %s",
+			 vt_wc_status_name(ds->status));
+	else if (!got)
+		snprintf(why, len, "no completion of a's SEND");
+	else if (wc->status != IBV_WC_SUCCESS)
+		snprintf(why, len, "a's SEND: %s", vt_wc_status_name(wc->status));
+	else
+		return NULL;
+	return why;
+}
 
 /* last_recv_round(): b's destroy came after the spin. */
 static const char LAST_MISSED[] = "missed";
+
+/*
+ * A round's start, on new QPs: a first SEND, which waits until the stream
+ * is up (a SEND posted before goes out from whichever CPU the connection
+ * comes up on), then b's receive, and a's too if @recv_on_a, and b's
+ * consumer polling.  NULL, or what went wrong.
+ */
+static const char *last_setup(struct side *a, struct side *b, int gid_index,
+			      struct destroyer *ds, bool recv_on_a)
+{
+	if (connect_pair(a, b, gid_index))
+		return "connecting the QPs failed";
+	if (send_one(a, b, false))
+		return "the first SEND failed";
+	if (post_recv_at(b, LAST_RECV_ID, dst(b, 0), MSG) ||
+	    (recv_on_a && post_recv_at(a, LAST_RECV_ID, dst(a, 0), MSG)))
+		return "posting the receives failed";
+	return destroyer_start(ds);
+}
 
 /*
  * One round of last_recv on new QPs: NULL, LAST_MISSED, or what went
@@ -1990,31 +2069,20 @@ static const char *last_recv_round(struct side *a, struct side *b,
 {
 	static const struct op send = { IBV_WR_SEND, 0, 0, true };
 	struct destroyer ds = { .b = b };
+	const char *step;
 	long long posted;
 	struct ibv_wc wc;
-	int n;
+	bool got;
 
-	if (connect_pair(a, b, gid_index))
-		return "connecting the QPs failed";
-	/*
-	 * A first SEND waits until the stream is up: a SEND posted before
-	 * goes out from whichever CPU the connection comes up on.
-	 */
-	if (send_one(a, b, false))
-		return "the first SEND failed";
-	if (post_recv_at(b, 41, dst(b, 0), MSG))
-		return "posting b's receive failed";
-	if (pthread_create(&ds.thread, NULL, destroyer_run, &ds))
-		return "pthread_create";
-	/* b's consumer must be on its CPU first, not behind a's spin */
-	while (!atomic_load(&ds.polling))
-		usleep(1000);
+	step = last_setup(a, b, gid_index, &ds, false);
+	if (step)
+		return step;
 	posted = vt_now_ms();
 	if (post_ops(a, &send, 1)) {
 		pthread_join(ds.thread, NULL);
 		return "posting a's SEND failed";
 	}
-	n = vt_poll_cq_until(a->cq, &wc, 1, vt_deadline_in(WAIT_MS));
+	got = poll_wr(a, 0, &wc);
 	pthread_join(ds.thread, NULL);
 	if (ds.why)
 		return ds.why;
@@ -2024,31 +2092,101 @@ static const char *last_recv_round(struct side *a, struct side *b,
 		", past the spin: the window was missed" : "");
 	if (ds.start_ms - posted >= LAST_DELAY_MS)
 		return LAST_MISSED;
-	if (ds.status != IBV_WC_SUCCESS)
-		snprintf(why, len, "b's receive: %s",
-			 vt_wc_status_name(ds.status));
-	else if (n != 1)
-		snprintf(why, len, "no completion of a's SEND");
-	else if (wc.status != IBV_WC_SUCCESS)
-		snprintf(why, len, "a's SEND: %s", vt_wc_status_name(wc.status));
-	else
-		return NULL;
-	return why;
+	return a_send_status(&ds, got, &wc, why, len);
 }
 
-static void scenario_last_recv(struct side *a, struct side *b, int gid_index)
+/* busy_recv: b's SEND, posted from CPU 0 while a's consumer waits. */
+struct b_poster {
+	pthread_t thread;
+	struct side *b;
+	long long start_ms;
+	atomic_bool started;
+	int rv;
+};
+
+static void *b_poster_run(void *arg)
+{
+	static const struct op send = { IBV_WR_SEND, 0, 0, true };
+	struct b_poster *bp = arg;
+
+	bp->rv = pin_to_cpu(0);
+	bp->start_ms = vt_now_ms();
+	atomic_store(&bp->started, true);
+	if (!bp->rv)
+		bp->rv = post_ops(bp->b, &send, 1);
+	return NULL;
+}
+
+/*
+ * One round of busy_recv on new QPs: NULL, LAST_MISSED, or what went
+ * wrong.  b's doorbell's run keeps b's engine LAST_DELAY_MS after its
+ * write: b's ERROR that starts less than that after b's post surely came
+ * while the run held it.
+ */
+static const char *busy_recv_round(struct side *a, struct side *b,
+				   int gid_index, char *why, size_t len)
+{
+	static const struct op send = { IBV_WR_SEND, 0, 0, true };
+	struct destroyer ds = { .b = b, .to_error = true };
+	struct b_poster bp = { .b = b };
+	const char *step;
+	struct ibv_wc wc;
+	bool got;
+
+	step = last_setup(a, b, gid_index, &ds, true);
+	if (step)
+		return step;
+	if (pthread_create(&bp.thread, NULL, b_poster_run, &bp)) {
+		pthread_join(ds.thread, NULL);
+		return "pthread_create";
+	}
+	while (!atomic_load(&bp.started))
+		usleep(1000);
+	usleep(BUSY_A_AFTER_MS * 1000);
+	if (post_ops(a, &send, 1)) {
+		pthread_join(bp.thread, NULL);
+		pthread_join(ds.thread, NULL);
+		return "posting a's SEND failed";
+	}
+	got = poll_wr(a, 0, &wc);
+	pthread_join(bp.thread, NULL);
+	pthread_join(ds.thread, NULL);
+	if (bp.rv)
+		return "b's SEND: posting it, or pinning its thread, failed";
+	if (ds.why)
+		return ds.why;
+	vt_info("busy_recv: b's ERROR started %lld ms after b's post%s",
+		ds.start_ms - bp.start_ms,
+		ds.start_ms - bp.start_ms >= LAST_DELAY_MS ?
+		", past the hold: the window was missed" : "");
+	if (ds.start_ms - bp.start_ms >= LAST_DELAY_MS)
+		return LAST_MISSED;
+	return a_send_status(&ds, got, &wc, why, len);
+}
+
+typedef const char *last_round_fn(struct side *a, struct side *b,
+				  int gid_index, char *why, size_t len);
+
+/*
+ * last_recv or busy_recv (@name, a vt_check() name; @knob, the debugfs
+ * knob it needs): LAST_HITS rounds that hit the window must pass, in at
+ * most LAST_TRIES.
+ */
+static void scenario_last(struct side *a, struct side *b, int gid_index,
+			  last_round_fn *round_fn, const char *name,
+			  const char *knob)
 {
 	const char *step = NULL;
 	int round, hits = 0;
 	char why[128];
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || pin_to_cpu(1)) {
-		vt_fail("last_recv", "needs CPUs 0 and 1 (a's on 1, b's on 0): %s",
+		vt_fail(name, "needs CPUs 0 and 1 (a's on 1, b's on 0): %s",
 			strerror(errno));
 		return;
 	}
 	for (round = 1; round <= LAST_TRIES && hits < LAST_HITS; round++) {
-		step = last_recv_round(a, b, gid_index, why, sizeof(why));
+		step = round_fn(a, b, gid_index, why, sizeof(why));
 		if (step == LAST_MISSED)
 			continue;
 		if (step)
@@ -2056,11 +2194,11 @@ static void scenario_last_recv(struct side *a, struct side *b, int gid_index)
 		hits++;
 	}
 	if (step && step != LAST_MISSED)
-		vt_fail(LAST_NAME, "round %d: %s", round, step);
+		vt_fail(name, "round %d: %s", round, step);
 	else
-		vt_check(hits == LAST_HITS, LAST_NAME,
-			 "%d of %d rounds hit the window: is debugfs rx_send_done_delay_ms %d?",
-			 hits, round - 1, LAST_DELAY_MS);
+		vt_check(hits == LAST_HITS, name,
+			 "%d of %d rounds hit the window: is debugfs %s %d?",
+			 hits, round - 1, knob, LAST_DELAY_MS);
 }
 
 static void reset_bufs(struct side *a, struct side *b)
@@ -2076,6 +2214,7 @@ enum run_mode {
 	RUN_CUT,	/* -C */
 	RUN_TORN,	/* -T */
 	RUN_LAST,	/* -L */
+	RUN_HELD,	/* -H */
 };
 
 static int run(const char *dev_a, const char *dev_b, int gid_index,
@@ -2114,7 +2253,16 @@ static int run(const char *dev_a, const char *dev_b, int gid_index,
 	}
 	if (mode == RUN_LAST) {
 		reset_bufs(&a, &b);
-		scenario_last_recv(&a, &b, gid_index);
+		scenario_last(&a, &b, gid_index, last_recv_round,
+			      "last_recv: b destroyed at its receive's completion, while its engine spins, acknowledges the SEND: it completes with success",
+			      "rx_send_done_delay_ms");
+		goto out;
+	}
+	if (mode == RUN_HELD) {
+		reset_bufs(&a, &b);
+		scenario_last(&a, &b, gid_index, busy_recv_round,
+			      "busy_recv: b moved to ERROR at its receive's completion, while a run past its acknowledgement holds b's engine, acknowledges the SEND: it completes with success",
+			      "tx_run_hold_ms");
 		goto out;
 	}
 	if (mode == RUN_FULL) {
@@ -2156,7 +2304,7 @@ int main(int argc, char **argv)
 	enum run_mode mode = RUN_ALL;
 	int gid_index = 1, c;
 
-	while ((c = getopt(argc, argv, "a:b:g:CDFLT")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:g:CDFHLT")) != -1) {
 		switch (c) {
 		case 'a':
 			dev_a = optarg;
@@ -2182,13 +2330,16 @@ int main(int argc, char **argv)
 		case 'L':
 			mode = RUN_LAST;
 			break;
+		case 'H':
+			mode = RUN_HELD;
+			break;
 		default:
 			return 2;
 		}
 	}
 	if (!dev_a || !dev_b) {
 		fprintf(stderr,
-			"usage: %s -a DEV_A -b DEV_B [-g GID] [-C | -D | -F | -L | -T]\n",
+			"usage: %s -a DEV_A -b DEV_B [-g GID] [-C | -D | -F | -H | -L | -T]\n",
 			argv[0]);
 		return 2;
 	}

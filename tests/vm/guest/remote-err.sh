@@ -50,6 +50,11 @@
 #   consumer destroys b's QP the moment its receive completes, while b's
 #   receive engine still spins after that completion; a's SEND still
 #   completes with success, as b's destroy acknowledged it (last_recv).
+# - with debugfs tx_run_hold_ms at 300 (viw_remote_err -H): b's
+#   doorbell's run keeps b's engine after its write, past its
+#   acknowledgement, while a's SEND is placed and b's consumer moves b to
+#   ERROR at its completion; a's SEND still completes with success
+#   (busy_recv).
 . "$(dirname "$0")/../lib.sh"
 
 bin=$VIW_BUILD/tests/functional/viw_remote_err
@@ -134,16 +139,25 @@ log "a stream whose doorbell's write TCP cut ends between two FPDUs ok"
 cut_run -T torn Y
 log "a stream whose cut FPDU cannot be finished is reset ok"
 
+# viw_remote_err OPT, its output in NAME.log, with debugfs KNOB at VALUE.
+knob_run() {
+	local knob=$1 value=$2 opt=$3 name=$4 rv=0
+
+	echo "$value" >"$dbg/$knob" || die "cannot set $knob"
+	( remote_err_run "$opt" "$name" ) || rv=$?
+	echo 0 >"$dbg/$knob"
+	[ "$rv" = 0 ] || exit "$rv"
+	grep -E "^(PASS|INFO)" "$VIW_OUT/$name.log" | sed "s/^/  $name: /"
+}
 # -L: b's receive engine spins 300 ms after completing a SEND's receive
 # (viw_remote_err.c's LAST_DELAY_MS), and b's consumer destroys b's QP in
 # that window.
-echo 300 >"$dbg/rx_send_done_delay_ms" || die "cannot set rx_send_done_delay_ms"
-rv=0
-( remote_err_run -L last ) || rv=$?
-echo 0 >"$dbg/rx_send_done_delay_ms"
-[ "$rv" = 0 ] || exit "$rv"
-grep -E "^(PASS|INFO)" "$VIW_OUT/last.log" | sed 's/^/  last: /'
+knob_run rx_send_done_delay_ms 300 -L last
 log "a QP destroyed at its last receive's completion acknowledges it ok"
+# -H: b's doorbell's run keeps b's engine 300 ms after its write, and b's
+# consumer moves b to ERROR in that window, at a receive's completion.
+knob_run tx_run_hold_ms 300 -H held
+log "a QP moved to ERROR while a run holds its engine acknowledges its last receive ok"
 
 for n in 1 2 3; do
 	pingpong_pair ibv_rc_pingpong a b 1 -n 200 >/dev/null
