@@ -1174,12 +1174,13 @@ static int viw_tx_send_ack(struct viw_qp *qp)
  * The peer's last WQEs complete on it, as they would on InfiniBand,
  * where the responder acknowledged them before its consumer closed.  It
  * is sent only if it fits in the socket at once: a peer that does not
- * read gets its WQEs flushed instead.
+ * read gets its WQEs flushed instead.  Never on a torn stream
+ * (viw_tx_cut()), which carries nothing more.
  */
 void viw_tx_last_ack(struct viw_qp *qp)
 {
 	lockdep_assert_held(&qp->tx_lock);
-	if (!READ_ONCE(qp->peer_ack) || !viw_tx_room(qp))
+	if (!READ_ONCE(qp->peer_ack) || qp->eng->tx_torn || !viw_tx_room(qp))
 		return;
 	qp->tx_direct = true;
 	viw_tx_send_ack(qp);
@@ -1536,9 +1537,9 @@ static int viw_tx_answer_reads(struct viw_qp *qp)
 /*
  * The error work has stopped the QP (SQE) and waits for its TERMINATE:
  * send it, between two FPDUs, and wake the error work.  A torn stream
- * gets none (viw_tx_cut()).  Nothing else is sent after it.  The send may block on a peer that does not read; the
- * error work then gives up waiting and aborts the connection, which ends
- * the send.
+ * gets none (viw_tx_cut()).  Nothing else is sent after it.  The send
+ * may block on a peer that does not read; the error work then gives up
+ * waiting and aborts the connection, which ends the send.
  */
 static void viw_tx_terminate(struct viw_qp *qp)
 {

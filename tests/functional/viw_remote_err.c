@@ -1201,12 +1201,47 @@ static void drain_bad(struct drain *d, const char *what, uint64_t at)
 	atomic_store(&d->bad, true);
 }
 
+/*
+ * Check the first @have bytes of the WRITE FPDU at @p, of ULPDU length
+ * @ulpdu, as far as they go: a WRITE, in line, its payload b's fill.
+ * False if wrong.
+ */
+static bool drain_write_part(struct drain *d, const uint8_t *p, size_t have,
+			     uint32_t ulpdu, uint64_t at)
+{
+	bool whole = have >= 2 + (size_t)ulpdu;
+	size_t i, end = whole ? 2 + (size_t)ulpdu : have;
+	uint32_t stag;
+	uint64_t to;
+
+	if ((whole || have >= 4) &&
+	    (ulpdu < TAGGED_HDR || !(p[2] & DDP_TAGGED) || (p[3] & 0x0f))) {
+		drain_bad(d, "an FPDU that is not a WRITE", at);
+		return false;
+	}
+	if (have >= 2 + TAGGED_HDR) {
+		memcpy(&stag, p + 4, 4);
+		memcpy(&to, p + 8, 8);
+		if (be32toh(stag) != 1 || be64toh(to) != d->offset) {
+			drain_bad(d, "a WRITE's STag or tagged offset out of line",
+				  at);
+			return false;
+		}
+	}
+	for (i = 2 + TAGGED_HDR; i < end; i++) {
+		if (p[i] != FILL_B) {
+			drain_bad(d, "a payload byte that is not b's", at);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* Check the whole FPDU at @p, of ULPDU length @ulpdu; false if wrong. */
 static bool drain_fpdu(struct drain *d, const uint8_t *p, uint32_t ulpdu,
 		       uint64_t at)
 {
-	uint32_t stag, i, paylen;
-	uint64_t to;
+	uint32_t paylen;
 
 	if (atomic_load(&d->terminated)) {
 		drain_bad(d, "an FPDU after the TERMINATE", at);
@@ -1217,23 +1252,9 @@ static bool drain_fpdu(struct drain *d, const uint8_t *p, uint32_t ulpdu,
 		atomic_store(&d->terminated, true);
 		return true;
 	}
-	if (ulpdu < TAGGED_HDR || !(p[2] & DDP_TAGGED) || (p[3] & 0x0f)) {
-		drain_bad(d, "an FPDU that is not a WRITE", at);
+	if (!drain_write_part(d, p, 2 + ulpdu, ulpdu, at))
 		return false;
-	}
-	memcpy(&stag, p + 4, 4);
-	memcpy(&to, p + 8, 8);
-	if (be32toh(stag) != 1 || be64toh(to) != d->offset) {
-		drain_bad(d, "a WRITE's STag or tagged offset out of line", at);
-		return false;
-	}
 	paylen = ulpdu - TAGGED_HDR;
-	for (i = 0; i < paylen; i++) {
-		if (p[2 + TAGGED_HDR + i] != FILL_B) {
-			drain_bad(d, "a payload byte that is not b's", at);
-			return false;
-		}
-	}
 	d->offset += paylen;
 	if (p[2] & DDP_LAST) {
 		if (d->offset != (atomic_load(&d->writes) || !d->first_len ?
@@ -1532,10 +1553,17 @@ static const char *cut_stream_end(struct drain *d, const struct cut_kind *k)
 		step = d->why;
 	if (step)
 		return step;
-	if (k->torn)
+	if (k->torn) {
+		/* What the stream ends with is part of one of b's WRITEs. */
+		if (d->have >= 2 &&
+		    !drain_write_part(d, d->acc, d->have,
+				      d->acc[0] << 8 | d->acc[1],
+				      atomic_load(&d->bytes) - d->have))
+			return d->why;
 		return d->end_err == ECONNRESET ? NULL :
 		       d->end_err ? "the stream ended in an error, not a reset" :
 				    "the stream ended with a FIN, not a reset";
+	}
 	if (d->have)
 		return "the stream ended inside an FPDU";
 	if (k->by_peer && !atomic_load(&d->terminated))
