@@ -72,14 +72,32 @@ rcvd=$(( $(port_counter "$DEV_A" acks_received) - rcvd0 ))
 log "remote errors on the requester's WR ok ($sent acknowledgements sent, $rcvd received)"
 
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
-knob=/sys/kernel/debug/viw/bind_delay_ms
-echo 50 >"$knob" || die "cannot set $knob"
-rv=0
-in_a "$bin" -a "$DEV_A" -b "$DEV_B" -D </dev/null \
-	>"$VIW_OUT/delayed.log" 2>&1 || rv=$?
-echo 0 >"$knob"
-[ "$rv" = 0 ] || { cat "$VIW_OUT/delayed.log"; die "viw_remote_err -D failed"; }
-grep -E "^(PASS|INFO)" "$VIW_OUT/delayed.log" | sed 's/^/  delayed: /'
+dbg=/sys/kernel/debug/viw
+
+# viw_remote_err OPT, its output in NAME.log: it must pass.  A post held
+# in the kernel ignores the test's own SIGALRM.
+remote_err_run() {
+	local opt=$1 name=$2 rv=0
+
+	timeout -k 5 60 ip netns exec "$NS_A" "$bin" -a "$DEV_A" -b "$DEV_B" "$opt" \
+		</dev/null >"$VIW_OUT/$name.log" 2>&1 || rv=$?
+	[ "$rv" = 0 ] && return
+	cat "$VIW_OUT/$name.log"
+	die "viw_remote_err $opt failed ($rv)"
+}
+
+# viw_remote_err OPT, its output in NAME.log, with debugfs KNOB at VALUE.
+knob_run() {
+	local knob=$1 value=$2 opt=$3 name=$4 rv=0
+
+	echo "$value" >"$dbg/$knob" || die "cannot set $knob"
+	( remote_err_run "$opt" "$name" ) || rv=$?
+	echo 0 >"$dbg/$knob"
+	[ "$rv" = 0 ] || exit "$rv"
+	grep -E "^(PASS|INFO)" "$VIW_OUT/$name.log" | sed "s/^/  $name: /"
+}
+# -D: each binding of a connection held 50 ms (debugfs bind_delay_ms).
+knob_run bind_delay_ms 50 -D delayed
 log "doorbells and a peer's byte racing a connection's binding ok"
 
 lowat_knob=net.ipv4.tcp_notsent_lowat
@@ -103,20 +121,6 @@ for lowat in ${LOWAT:-1 16384}; do
 done
 log "a doorbell's short write leaves the wait to the work item ok"
 
-dbg=/sys/kernel/debug/viw
-
-# viw_remote_err OPT, its output in NAME.log: it must pass.  A post held
-# in the kernel ignores the test's own SIGALRM.
-remote_err_run() {
-	local opt=$1 name=$2 rv=0
-
-	timeout -k 5 60 ip netns exec "$NS_A" "$bin" -a "$DEV_A" -b "$DEV_B" "$opt" \
-		</dev/null >"$VIW_OUT/$name.log" 2>&1 || rv=$?
-	[ "$rv" = 0 ] && return
-	cat "$VIW_OUT/$name.log"
-	die "viw_remote_err $opt failed ($rv)"
-}
-
 # -C and -T: b leaves RTS while its doorbell's run, its write cut short
 # by TCP, waits in debugfs tx_short_delay_ms (viw_remote_err.c's
 # CUT_DELAY_MS); with -T the rest of the cut FPDU cannot be kept either
@@ -125,30 +129,17 @@ cut_run() {
 	local opt=$1 name=$2 spill_fail=$3 rv=0
 
 	in_b sysctl -qw "$lowat_knob=16384"
-	echo 300 >"$dbg/tx_short_delay_ms" || die "cannot set tx_short_delay_ms"
 	echo "$spill_fail" >"$dbg/tx_spill_fail" || die "cannot set tx_spill_fail"
-	( remote_err_run "$opt" "$name" ) || rv=$?
+	( knob_run tx_short_delay_ms 300 "$opt" "$name" ) || rv=$?
 	echo N >"$dbg/tx_spill_fail"
-	echo 0 >"$dbg/tx_short_delay_ms"
 	in_b sysctl -qw "$lowat_knob=$lowat0"
 	[ "$rv" = 0 ] || exit "$rv"
-	grep -E "^(PASS|INFO)" "$VIW_OUT/$name.log" | sed "s/^/  $name: /"
 }
 cut_run -C cut N
 log "a stream whose doorbell's write TCP cut ends between two FPDUs ok"
 cut_run -T torn Y
 log "a stream whose cut FPDU cannot be finished is reset ok"
 
-# viw_remote_err OPT, its output in NAME.log, with debugfs KNOB at VALUE.
-knob_run() {
-	local knob=$1 value=$2 opt=$3 name=$4 rv=0
-
-	echo "$value" >"$dbg/$knob" || die "cannot set $knob"
-	( remote_err_run "$opt" "$name" ) || rv=$?
-	echo 0 >"$dbg/$knob"
-	[ "$rv" = 0 ] || exit "$rv"
-	grep -E "^(PASS|INFO)" "$VIW_OUT/$name.log" | sed "s/^/  $name: /"
-}
 # -L: b's receive engine spins 300 ms after completing a SEND's receive
 # (viw_remote_err.c's LAST_DELAY_MS), and b's consumer destroys b's QP in
 # that window.
