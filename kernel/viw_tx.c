@@ -410,11 +410,16 @@ u32 *viw_tx_short_delay_knob(void)
  * Write all of @msg's iterator to the socket, waiting for room as needed.
  * Each write tries without waiting first, so that a wait is known.  In the
  * caller's context the rest of a short write is spilled (viw_tx_spill())
- * if @may_spill.
+ * if @may_spill.  Nothing is written on a stream torn inside an FPDU
+ * (viw_tx_cut()): an FPDU, ACK or TERMINATE would reach the peer as the
+ * rest of the cut one.
  */
 static int viw_tx_write(struct viw_qp *qp, struct msghdr *msg, bool may_spill)
 {
 	int rv = 0;
+
+	if (qp->eng->tx_torn)
+		return -ECONNABORTED;
 
 	msg->msg_flags |= MSG_DONTWAIT;
 	while (msg_data_left(msg)) {
@@ -1174,13 +1179,12 @@ static int viw_tx_send_ack(struct viw_qp *qp)
  * The peer's last WQEs complete on it, as they would on InfiniBand,
  * where the responder acknowledged them before its consumer closed.  It
  * is sent only if it fits in the socket at once: a peer that does not
- * read gets its WQEs flushed instead.  Never on a torn stream
- * (viw_tx_cut()), which carries nothing more.
+ * read gets its WQEs flushed instead.
  */
 void viw_tx_last_ack(struct viw_qp *qp)
 {
 	lockdep_assert_held(&qp->tx_lock);
-	if (!READ_ONCE(qp->peer_ack) || qp->eng->tx_torn || !viw_tx_room(qp))
+	if (!READ_ONCE(qp->peer_ack) || !viw_tx_room(qp))
 		return;
 	qp->tx_direct = true;
 	viw_tx_send_ack(qp);
@@ -1457,7 +1461,7 @@ static int viw_tx_step(struct viw_qp *qp)
 
 	if (!viw_qp_tx_open(qp) || !qp->sock)
 		return 0;
-	/* Nothing more goes on a stream torn inside an FPDU: the QP fails. */
+	/* A stream torn inside an FPDU takes no WQE more: the QP fails. */
 	if (qp->eng->tx_torn)
 		return -ECONNABORTED;
 	/* RFC 6581, 3: a responder sends nothing before the RTR arrived. */
@@ -1537,7 +1541,7 @@ static int viw_tx_answer_reads(struct viw_qp *qp)
 /*
  * The error work has stopped the QP (SQE) and waits for its TERMINATE:
  * send it, between two FPDUs, and wake the error work.  A torn stream
- * gets none (viw_tx_cut()).  Nothing else is sent after it.  The send
+ * gets none (viw_tx_write()).  Nothing else is sent after it.  The send
  * may block on a peer that does not read; the error work then gives up
  * waiting and aborts the connection, which ends the send.
  */
@@ -1546,8 +1550,7 @@ static void viw_tx_terminate(struct viw_qp *qp)
 	if (READ_ONCE(qp->state) != IB_QPS_SQE ||
 	    completion_done(&qp->term_done))
 		return;
-	if (qp->term_pending && qp->sock && !qp->eng->tx_torn &&
-	    !viw_tx_answer_reads(qp) &&
+	if (qp->term_pending && qp->sock && !viw_tx_answer_reads(qp) &&
 	    !viw_tx_send_ack(qp) && !viw_tx_send_term(qp)) {
 		WRITE_ONCE(qp->term_sent, true);
 		viw_count(qp->vdev, VIW_CNT_TERM_SENT, 1);
