@@ -5,7 +5,7 @@
  * responder refuses fails the requester's own WR, as on InfiniBand
  * (tests/vm/guest/remote-err.sh; docs/semantics.md section 13).
  *
- *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-C | -D | -F | -H | -L | -T]
+ *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-C | -D | -F | -H | -K | -L | -T]
  *
  * One process, a QP on each device, new QPs for each scenario:
  *   acked        SENDs, WRITEs, a WRITE with immediate and a READ behind
@@ -148,6 +148,21 @@
  *   torn_err     the same, b's consumer moving b to ERROR: a reset, not
  *                the FIN of cut_err
  *
+ * With -K, with debugfs tx_spill_fail set and net.ipv4.tcp_notsent_lowat
+ * 16384 in b's namespace, b's QP in a child process, the poster:
+ *   killed_post  a raw client on b's connection reads nothing, with a
+ *                small receive buffer.  The poster posts as in cut_term;
+ *                TCP cuts the doorbell's write inside an FPDU, the rest
+ *                cannot be kept, and the run waits for room in the
+ *                system call.  KILL_HELD_MS in, the poster is killed
+ *                there (SIGKILL), and the client reads from then on: b's
+ *                stream must end with a reset, every whole FPDU one of
+ *                b's WRITEs in line, and nothing after the part of the
+ *                cut FPDU that TCP took, no TERMINATE either.  A try
+ *                whose post returned, or whose cut fell between two
+ *                FPDUs (the stream whole, ending with a FIN), missed: it
+ *                is made again with a new poster, up to CUT_TRIES in all
+ *
  * With -L, which the VM test runs with debugfs rx_send_done_delay_ms at
  * LAST_DELAY_MS (b's receive engine spins that long right after it
  * completed a SEND's receive):
@@ -181,12 +196,15 @@
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "verbs_provider.h"
@@ -1723,6 +1741,246 @@ static void scenario_cut(struct side *a, struct side *b, int gid_index,
 }
 
 /*
+ * killed_post: b's QP lives in a child process, the poster.  Its post's
+ * doorbell write is cut short by TCP (tcp_notsent_lowat), the rest of the
+ * cut FPDU cannot be kept (tx_spill_fail), and the raw client reads
+ * nothing, so the run waits for room in the system call, once a tick.
+ * KILL_HELD_MS in, the poster is killed there.  From then on the client
+ * reads: the stream must end with a reset and carry nothing after the
+ * part of the cut FPDU that TCP took, as in torn_term.  A cut that fell
+ * between two FPDUs leaves the stream whole, with a TERMINATE and a FIN:
+ * that try missed, as does a post that returned (no run waited).
+ */
+#define KILL_HELD_MS	500
+
+/* What the poster tells the parent, and the parent the poster. */
+struct killed_hello {
+	uint32_t qpn;
+	union ibv_gid gid;
+};
+
+/* Read @len bytes of pipe @fd within @ms: 0, or -1 (none, or an error). */
+static int pipe_read_within(int fd, void *buf, size_t len, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (poll(&p, 1, ms) != 1)
+		return -1;
+	return read(fd, buf, len) == (ssize_t)len ? 0 : -1;
+}
+
+/*
+ * The poster, in the child: b's QP in RTS towards a, its number and GID
+ * to the parent, then, once told, the post.  It never returns.
+ */
+static void killed_poster(const char *dev_b, struct side *a, int gid_index,
+			  int to_parent, int from_parent)
+{
+	struct side b = {};
+	struct killed_hello hello = {};
+	char go, posted = 'P';
+
+	if (side_open(&b, dev_b, gid_index, FILL_B) || !(b.qp = new_qp(&b)) ||
+	    to_rts(&b, a, gid_index))
+		_exit(1);
+	hello.qpn = b.qp->qp_num;
+	hello.gid = b.gid;
+	if (write(to_parent, &hello, sizeof(hello)) != sizeof(hello) ||
+	    read(from_parent, &go, 1) != 1)
+		_exit(1);
+	if (post_full_writes(&b, CUT_FIRST_LEN))
+		_exit(1);
+	/* The post returned: no run waited.  The parent kills us. */
+	if (write(to_parent, &posted, 1) != 1)
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+/* A poster child and the pipes to it. */
+struct killed_child {
+	pid_t pid;
+	int from_child;
+	int to_child;
+};
+
+static const char *killed_fork(struct killed_child *kc, const char *dev_b,
+			       struct side *a, int gid_index)
+{
+	int up[2], down[2];
+
+	if (pipe(up))
+		return "pipe";
+	if (pipe(down)) {
+		close(up[0]);
+		close(up[1]);
+		return "pipe";
+	}
+	kc->pid = fork();
+	if (kc->pid == 0) {
+		close(up[0]);
+		close(down[1]);
+		killed_poster(dev_b, a, gid_index, up[1], down[0]);
+	}
+	close(up[1]);
+	close(down[0]);
+	kc->from_child = up[0];
+	kc->to_child = down[1];
+	return kc->pid < 0 ? "fork" : NULL;
+}
+
+static void killed_reap(struct killed_child *kc)
+{
+	if (kc->pid > 0) {
+		kill(kc->pid, SIGKILL);
+		waitpid(kc->pid, NULL, 0);
+	}
+	close(kc->from_child);
+	close(kc->to_child);
+}
+
+/*
+ * The raw client, from a's address, on the poster's connection, its reply
+ * read and its receive buffer small: NULL, or the step that failed.
+ */
+static const char *killed_connect(struct killed_child *kc, struct side *a,
+				  int *fd)
+{
+	struct killed_hello hello;
+	struct ibv_qp b_qp = {};
+	struct side b = { .qp = &b_qp };
+	int rcvbuf = FULL_RCVBUF;
+	const char *step;
+
+	if (pipe_read_within(kc->from_child, &hello, sizeof(hello), WAIT_MS))
+		return "the poster's QP in RTS";
+	b_qp.qp_num = hello.qpn;
+	b.gid = hello.gid;
+	if (!b_accepts(a, &b, "killed_post"))
+		return "";
+	step = raw_request(a, &b, fd);
+	if (!step)
+		step = raw_read_reply(*fd);
+	if (!step && setsockopt(*fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+				sizeof(rcvbuf)))
+		step = "SO_RCVBUF";
+	return step;
+}
+
+/*
+ * What the stream ended with, once the poster was killed: 0 if a reset
+ * after b's WRITEs only, -1 if wrong (@why says), CUT_MISSED if the cut
+ * fell between two FPDUs (a whole stream, a FIN).
+ */
+static int killed_stream_end(struct drain *d, const char **why)
+{
+	*why = drain_until_eof(d);
+	if (!*why && atomic_load(&d->bad))
+		*why = d->why;
+	if (*why)
+		return -1;
+	if (d->end_err == ECONNRESET) {
+		if (atomic_load(&d->terminated))
+			*why = "a TERMINATE before the reset";
+		else if (d->have >= 2 &&
+			 !drain_write_part(d, d->acc, d->have,
+					   d->acc[0] << 8 | d->acc[1],
+					   atomic_load(&d->bytes) - d->have))
+			*why = d->why;
+		return *why ? -1 : 0;
+	}
+	if (d->end_err)
+		*why = "the stream ended in an error, not a reset";
+	else if (d->have)
+		*why = "the stream ended with a FIN inside an FPDU";
+	return *why ? -1 : CUT_MISSED;
+}
+
+/* One try of killed_post, on a new poster: 0, -1 or CUT_MISSED. */
+static int killed_try(const char *dev_b, struct side *a, int gid_index)
+{
+	const char *name = "killed_post";
+	struct killed_child kc = { .pid = -1 };
+	struct drain *d = calloc(1, sizeof(*d));
+	const char *step;
+	char posted, go = 'G';
+	int fd = -1, rv = -1;
+
+	if (!d) {
+		vt_fail(name, "calloc");
+		return -1;
+	}
+	step = killed_fork(&kc, dev_b, a, gid_index);
+	if (!step)
+		step = killed_connect(&kc, a, &fd);
+	if (!step && write(kc.to_child, &go, 1) != 1)
+		step = "telling the poster to post";
+	if (step) {
+		if (*step)
+			vt_fail(name, "%s: %s", step, strerror(errno));
+		goto out;
+	}
+	if (!pipe_read_within(kc.from_child, &posted, 1, KILL_HELD_MS)) {
+		vt_info("%s: the post returned, no run waited", name);
+		rv = CUT_MISSED;
+		goto out;
+	}
+	if (waitpid(kc.pid, NULL, WNOHANG)) {
+		kc.pid = -1;
+		vt_fail(name, "the poster ended before its post returned");
+		goto out;
+	}
+	/* Held in the kernel KILL_HELD_MS: kill it there. */
+	kill(kc.pid, SIGKILL);
+	waitpid(kc.pid, NULL, 0);
+	kc.pid = -1;
+	d->fd = fd;
+	d->term_ok = true;
+	d->first_len = CUT_FIRST_LEN;
+	if (pthread_create(&d->thread, NULL, drain_run, d)) {
+		vt_fail(name, "pthread_create");
+		goto out;
+	}
+	rv = killed_stream_end(d, &step);
+	if (rv == CUT_MISSED)
+		vt_info("%s: TCP cut the post's write between two FPDUs", name);
+	else
+		vt_check(!rv, "killed_post: a poster killed while its run waits for room, the rest of the cut FPDU not kept: b's stream is reset, with nothing after what TCP took",
+			 "%s (%lld bytes read, %d whole WRITEs)", step,
+			 (long long)atomic_load(&d->bytes),
+			 atomic_load(&d->writes));
+	shutdown(fd, SHUT_RDWR);
+	pthread_join(d->thread, NULL);
+out:
+	if (fd >= 0)
+		raw_reset(fd);
+	killed_reap(&kc);
+	free(d);
+	return rv;
+}
+
+/*
+ * killed_post (see killed_try()), up to CUT_TRIES tries.  b's QP is the
+ * poster's: only there does its death end the context, and with it the
+ * connection.  a's QP, in the parent, only names the raw client's side.
+ */
+static void scenario_killed(const char *dev_b, struct side *a, int gid_index)
+{
+	int try, rv = CUT_MISSED;
+
+	a->qp = new_qp(a);
+	if (!a->qp) {
+		vt_fail("killed_post", "ibv_create_qp: %s", strerror(errno));
+		return;
+	}
+	for (try = 1; try <= CUT_TRIES && rv == CUT_MISSED; try++)
+		rv = killed_try(dev_b, a, gid_index);
+	if (rv == CUT_MISSED)
+		vt_fail("killed_post", "no post of %d was held in the kernel with its write cut inside an FPDU: is debugfs tx_spill_fail Y, and net.ipv4.tcp_notsent_lowat 16384 in b's namespace?",
+			CUT_TRIES);
+}
+
+/*
  * The first FPDU of the raw client's first SEND, not its last (RFC 5044
  * framing, no CRC asked; RFC 5041 untagged header, RFC 5040 SEND):
  * TAKEN_PAYLOAD bytes of TAKEN_FILL at MO 0 of message 1 of queue 0.
@@ -2243,6 +2501,7 @@ enum run_mode {
 	RUN_TORN,	/* -T */
 	RUN_LAST,	/* -L */
 	RUN_HELD,	/* -H */
+	RUN_KILLED,	/* -K */
 };
 
 static int run(const char *dev_a, const char *dev_b, int gid_index,
@@ -2255,6 +2514,13 @@ static int run(const char *dev_a, const char *dev_b, int gid_index,
 	struct side a = {}, b = {};
 	size_t i;
 
+	if (mode == RUN_KILLED) {
+		if (side_open(&a, dev_a, gid_index, FILL_A))
+			vt_fail("setup", "%s", strerror(errno));
+		else
+			scenario_killed(dev_b, &a, gid_index);
+		goto out;
+	}
 	if (side_open(&a, dev_a, gid_index, FILL_A) ||
 	    side_open(&b, dev_b, gid_index, FILL_B)) {
 		vt_fail("setup", "%s", strerror(errno));
@@ -2332,7 +2598,7 @@ int main(int argc, char **argv)
 	enum run_mode mode = RUN_ALL;
 	int gid_index = 1, c;
 
-	while ((c = getopt(argc, argv, "a:b:g:CDFHLT")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:g:CDFHKLT")) != -1) {
 		switch (c) {
 		case 'a':
 			dev_a = optarg;
@@ -2355,6 +2621,9 @@ int main(int argc, char **argv)
 		case 'T':
 			mode = RUN_TORN;
 			break;
+		case 'K':
+			mode = RUN_KILLED;
+			break;
 		case 'L':
 			mode = RUN_LAST;
 			break;
@@ -2367,7 +2636,7 @@ int main(int argc, char **argv)
 	}
 	if (!dev_a || !dev_b) {
 		fprintf(stderr,
-			"usage: %s -a DEV_A -b DEV_B [-g GID] [-C | -D | -F | -H | -L | -T]\n",
+			"usage: %s -a DEV_A -b DEV_B [-g GID] [-C | -D | -F | -H | -K | -L | -T]\n",
 			argv[0]);
 		return 2;
 	}

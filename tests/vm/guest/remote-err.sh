@@ -46,6 +46,11 @@
 #   rest of the FPDU that TCP cut cannot be kept, so b's stream is reset,
 #   with no TERMINATE, FIN or other byte after what TCP took (torn_term,
 #   torn_err).
+# - the same cut and failed copy, but with the peer reading nothing, so
+#   that the doorbell's run waits for room in the system call, where its
+#   poster (a process of its own, holding b's QP) is killed
+#   (viw_remote_err -K): b's stream is reset, with nothing after what
+#   TCP took (killed_post), and the dead poster leaves no object behind.
 # - with debugfs rx_send_done_delay_ms at 300 (viw_remote_err -L): b's
 #   consumer destroys b's QP the moment its receive completes, while b's
 #   receive engine still spins after that completion; a's SEND still
@@ -139,6 +144,14 @@ cut_run -C cut N
 log "a stream whose doorbell's write TCP cut ends between two FPDUs ok"
 cut_run -T torn Y
 log "a stream whose cut FPDU cannot be finished is reset ok"
+# -K: the same, the peer reading nothing until the poster, held in its
+# doorbell's wait for room, is killed (SIGKILL).
+in_b sysctl -qw "$lowat_knob=16384"
+rv=0
+( knob_run tx_spill_fail Y -K killed ) || rv=$?
+in_b sysctl -qw "$lowat_knob=$lowat0"
+[ "$rv" = 0 ] || exit "$rv"
+log "a poster killed while its cut FPDU cannot be finished: the stream is reset ok"
 
 # -L: b's receive engine spins 300 ms after completing a SEND's receive
 # (viw_remote_err.c's LAST_DELAY_MS), and b's consumer destroys b's QP in
