@@ -215,6 +215,15 @@ bool viw_irq_push(struct viw_qp *qp, const struct viw_irq_entry *ent);
 struct viw_irq_entry *viw_irq_peek(struct viw_qp *qp);
 struct viw_mr *viw_irq_pop(struct viw_qp *qp);
 
+/*
+ * Does an inbound READ or atomic wait for its response?  A look without
+ * rd_lock, for the transmit engine between its messages (viw_irq_peek()).
+ */
+static inline bool viw_irq_waiting(struct viw_qp *qp)
+{
+	return READ_ONCE(qp->eng->irq_head) != READ_ONCE(qp->eng->irq_tail);
+}
+
 /* viw_engine.c */
 void viw_engine_drop_spill(struct viw_qp *qp);
 

@@ -316,9 +316,7 @@ void viw_rq_flush(struct viw_qp *qp);
 void viw_sq_discard(struct viw_qp *qp);
 void viw_rq_discard(struct viw_qp *qp);
 void viw_wq_set_kflags(struct viw_wq *wq, u32 kflags);
-void viw_sq_set_busy(struct viw_qp *qp, bool busy);
 bool viw_sq_has_posted(struct viw_qp *qp);
-bool viw_sq_posted_hint(struct viw_qp *qp);
 bool viw_sq_take(struct viw_qp *qp, struct viw_sqe *sqe);
 void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status);
 void viw_sq_fail_oldest(struct viw_qp *qp, u8 status);
@@ -328,6 +326,33 @@ int viw_rq_take(struct viw_qp *qp, struct viw_rqe *rqe, u32 *index);
 int viw_rq_take_all(struct viw_qp *qp);
 void viw_rq_complete(struct viw_qp *qp, u32 index,
 		     const struct viw_cqe_info *info);
+
+/*
+ * The transmit engine runs (@busy) or stopped: new SQEs need no doorbell
+ * while it runs (struct viw_ring_ctrl, no_doorbell).  This and the next
+ * are inline: every lone post's run calls each twice.
+ */
+static inline void viw_sq_set_busy(struct viw_qp *qp, bool busy)
+{
+	if (qp->sq.shadow)
+		viw_rp_no_doorbell_set(qp->sq.ring.ctrl, busy);
+}
+
+/*
+ * A look at the SQ's fetch slot without sq.lock, for the transmit engine
+ * (tx_lock held), which alone moves fetch outside ERROR.  It may miss a
+ * WQE published meanwhile, as a look under the lock a moment earlier
+ * would, and it leaves the room to viw_sq_take(): a guess, which saves a
+ * lock where most looks find nothing, and which the engine's last look
+ * before it stops (viw_sq_has_posted()) makes good.
+ */
+static inline bool viw_sq_posted_hint(struct viw_qp *qp)
+{
+	struct viw_wq *sq = &qp->sq;
+
+	return viw_rp_wqe_posted(viw_rp_wqe_flags(viw_ring_slot(&sq->ring,
+						READ_ONCE(sq->fetch))));
+}
 
 /* viw_kverbs.c: the post verbs of kernel consumers */
 int viw_kpost_send(struct viw_qp *qp, const struct ib_send_wr *wr,

@@ -163,7 +163,7 @@ struct viw_irq_entry *viw_irq_peek(struct viw_qp *qp)
 	struct viw_irq_entry *ent = NULL;
 	unsigned long flags;
 
-	if (READ_ONCE(qp->eng->irq_head) == READ_ONCE(qp->eng->irq_tail))
+	if (!viw_irq_waiting(qp))
 		return NULL;
 	spin_lock_irqsave(&qp->rd_lock, flags);
 	if (qp->eng->irq_head != qp->eng->irq_tail)

@@ -526,7 +526,7 @@ bool viw_tx_write_owed(struct viw_qp *qp)
  * the skb overhead too) stays below that, so a non-blocking write of the
  * batch goes in whole.
  */
-static bool viw_tx_room(struct viw_qp *qp)
+static inline bool viw_tx_room(struct viw_qp *qp)
 {
 	struct sock *sk = qp->sock->sk;
 
@@ -1137,6 +1137,13 @@ static void viw_tx_count_msgs(struct viw_qp *qp)
 	WRITE_ONCE(eng->tx_msgs, eng->tx_msgs + n);
 }
 
+/* Has the receive engine placed a message since the last acknowledgement? */
+static inline bool viw_tx_ack_due(struct viw_qp *qp)
+{
+	return READ_ONCE(qp->peer_ack) &&
+	       READ_ONCE(qp->eng->rx.placed) != qp->eng->tx_ack_sent;
+}
+
 /*
  * Acknowledge the messages the receive engine placed since the last
  * acknowledgement, on a connection that agreed on them (tx_lock held).
@@ -1411,7 +1418,7 @@ static int viw_tx_read_resp(struct viw_qp *qp)
 }
 
 /* May the WQE in tx go on the wire now?  FENCE and ORD can hold it. */
-static bool viw_tx_wqe_may_go(struct viw_qp *qp)
+static inline bool viw_tx_wqe_may_go(struct viw_qp *qp)
 {
 	struct viw_sqe *sqe = &qp->eng->tx.sqe;
 
@@ -1470,12 +1477,15 @@ static int viw_tx_step(struct viw_qp *qp)
 	/* Before anything is taken: the work item goes on from here. */
 	if (qp->tx_direct && !viw_tx_room(qp))
 		return -EAGAIN;
-	/* Answer the peer's READs and acknowledge, between our messages. */
+	/*
+	 * Answer the peer's READs and acknowledge, between our messages.  The
+	 * looks are inline: most steps find neither to do.
+	 */
 	if (!qp->eng->tx.active) {
-		rv = viw_tx_send_ack(qp);
+		rv = viw_tx_ack_due(qp) ? viw_tx_send_ack(qp) : 0;
 		if (rv)
 			return rv;
-		rv = viw_tx_read_resp(qp);
+		rv = viw_irq_waiting(qp) ? viw_tx_read_resp(qp) : 0;
 		if (rv)
 			return rv;
 		if (!viw_tx_start_wqe(qp))

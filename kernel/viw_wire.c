@@ -23,34 +23,34 @@
 
 /* ---- byte order helpers ------------------------------------------------- */
 
-static u16 viw_get_be16(const u8 *p)
+static inline u16 viw_get_be16(const u8 *p)
 {
 	return (u16)(p[0] << 8 | p[1]);
 }
 
-static u32 viw_get_be32(const u8 *p)
+static inline u32 viw_get_be32(const u8 *p)
 {
 	return (u32)p[0] << 24 | (u32)p[1] << 16 | (u32)p[2] << 8 | p[3];
 }
 
-static u64 viw_get_be64(const u8 *p)
+static inline u64 viw_get_be64(const u8 *p)
 {
 	return (u64)viw_get_be32(p) << 32 | viw_get_be32(p + 4);
 }
 
-static void viw_put_be16(u8 *p, u16 v)
+static inline void viw_put_be16(u8 *p, u16 v)
 {
 	p[0] = v >> 8;
 	p[1] = v & 0xff;
 }
 
-static void viw_put_be32(u8 *p, u32 v)
+static inline void viw_put_be32(u8 *p, u32 v)
 {
 	viw_put_be16(p, v >> 16);
 	viw_put_be16(p + 2, v & 0xffff);
 }
 
-static void viw_put_be64(u8 *p, u64 v)
+static inline void viw_put_be64(u8 *p, u64 v)
 {
 	viw_put_be32(p, v >> 32);
 	viw_put_be32(p + 4, v & 0xffffffffU);
@@ -474,9 +474,10 @@ static int viw_opcode_err(struct viw_term_cause *cause)
  * says, and it tells the peer which layer to look at.  A single-segment
  * type (Read Request, TERMINATE) without L and a tagged opcode in an
  * untagged segment (or the reverse) are both an opcode used in a way RDMAP
- * does not define, so they get the opcode error.
+ * does not define, so they get the opcode error.  Inline: every FPDU
+ * received goes through it twice (its length, then its header).
  */
-static int viw_ctrl_check(const u8 *ctrl, struct viw_term_cause *cause)
+static inline int viw_ctrl_check(const u8 *ctrl, struct viw_term_cause *cause)
 {
 	bool tagged = ctrl[0] & VIW_DDP_F_TAGGED;
 	u8 opcode = ctrl[1] & VIW_RDMAP_OPCODE;

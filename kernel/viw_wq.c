@@ -275,16 +275,6 @@ void viw_sq_complete(struct viw_qp *qp, u32 index, u8 status)
 	spin_unlock_irqrestore(&sq->lock, flags);
 }
 
-/*
- * The transmit engine runs (@busy) or stopped: new SQEs need no doorbell
- * while it runs (struct viw_ring_ctrl, no_doorbell).
- */
-void viw_sq_set_busy(struct viw_qp *qp, bool busy)
-{
-	if (qp->sq.shadow)
-		viw_rp_no_doorbell_set(qp->sq.ring.ctrl, busy);
-}
-
 /* Is a WQE posted at the SQ's fetch index that the engine may take now? */
 bool viw_sq_has_posted(struct viw_qp *qp)
 {
@@ -298,22 +288,6 @@ bool viw_sq_has_posted(struct viw_qp *qp)
 								  sq->fetch)));
 	spin_unlock_irqrestore(&sq->lock, flags);
 	return posted;
-}
-
-/*
- * A look at the SQ's fetch slot without sq.lock, for the transmit engine
- * (tx_lock held), which alone moves fetch outside ERROR.  It may miss a
- * WQE published meanwhile, as a look under the lock a moment earlier
- * would, and it leaves the room to viw_sq_take(): a guess, which saves a
- * lock where most looks find nothing, and which the engine's last look
- * before it stops (viw_sq_has_posted()) makes good.
- */
-bool viw_sq_posted_hint(struct viw_qp *qp)
-{
-	struct viw_wq *sq = &qp->sq;
-
-	return viw_rp_wqe_posted(viw_rp_wqe_flags(viw_ring_slot(&sq->ring,
-						READ_ONCE(sq->fetch))));
 }
 
 /**
