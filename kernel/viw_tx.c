@@ -1153,7 +1153,6 @@ static inline bool viw_tx_ack_due(struct viw_qp *qp)
 static int viw_tx_send_ack(struct viw_qp *qp)
 {
 	struct viw_engine *eng = qp->eng;
-	u32 placed = READ_ONCE(eng->rx.placed);
 	struct viw_ddp_hdr h = {
 		.opcode = VIW_RDMAP_ACK,
 		.last = true,
@@ -1161,10 +1160,13 @@ static int viw_tx_send_ack(struct viw_qp *qp)
 		.msn = eng->tx_msn_ack,
 	};
 	u8 *p = eng->tx_buf + VIW_MPA_LEN_SIZE;
+	u32 placed;
 	int hlen, rv;
 
-	if (!READ_ONCE(qp->peer_ack) || placed == eng->tx_ack_sent)
+	if (!viw_tx_ack_due(qp))
 		return 0;
+	/* only grows: a count read after the look is as much, or more */
+	placed = READ_ONCE(eng->rx.placed);
 	hlen = viw_ddp_encode(p, VIW_MAX_HDR_LEN, &h);
 	if (hlen < 0)
 		return hlen;
