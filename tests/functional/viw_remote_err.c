@@ -1397,19 +1397,25 @@ static void full_socket_check(struct side *b, int fd)
 }
 
 /*
- * A raw client on b's connection, as raw_accepted(), whose socket receives
- * into FULL_RCVBUF bytes: b fills it soon when the client does not read.
+ * Raw stream @fd receives into FULL_RCVBUF bytes from now on: b fills it
+ * soon when the client does not read.  NULL, or what went wrong.
  */
+static const char *raw_small_rcvbuf(int fd)
+{
+	int rcvbuf = FULL_RCVBUF;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)))
+		return "SO_RCVBUF";
+	return NULL;
+}
+
+/* A raw client on b's connection, as raw_accepted(), its buffer small. */
 static const char *raw_accepted_small(struct side *a, struct side *b,
 				      int gid_index, int *fd, const char **who)
 {
-	int rcvbuf = FULL_RCVBUF;
 	const char *step = raw_accepted(a, b, gid_index, fd, who);
 
-	if (!step && setsockopt(*fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
-				sizeof(rcvbuf)))
-		step = "SO_RCVBUF";
-	return step;
+	return step ? step : raw_small_rcvbuf(*fd);
 }
 
 /* On new QPs: b's WRITEs to a raw client that reads nothing, then reads. */
@@ -1558,6 +1564,29 @@ static const char *drain_until_eof(struct drain *d)
 	return atomic_load(&d->eof) ? NULL : "the stream did not end";
 }
 
+/* Wait for the stream's end, checked up to it: NULL, or what went wrong. */
+static const char *drain_end(struct drain *d)
+{
+	const char *step = drain_until_eof(d);
+
+	if (!step && atomic_load(&d->bad))
+		step = d->why;
+	return step;
+}
+
+/*
+ * A stream that ended inside an FPDU: what it ends with must be part of
+ * one of b's WRITEs.  NULL, or what is wrong.
+ */
+static const char *drain_tail_write(struct drain *d)
+{
+	if (d->have >= 2 &&
+	    !drain_write_part(d, d->acc, d->have, d->acc[0] << 8 | d->acc[1],
+			      atomic_load(&d->bytes) - d->have))
+		return d->why;
+	return NULL;
+}
+
 /*
  * What b's stream ended with: NULL if as it must, or what went wrong.  A
  * torn stream ends anywhere, as a reset drops what b had not sent, but
@@ -1565,19 +1594,14 @@ static const char *drain_until_eof(struct drain *d)
  */
 static const char *cut_stream_end(struct drain *d, const struct cut_kind *k)
 {
-	const char *step = drain_until_eof(d);
+	const char *step = drain_end(d);
 
-	if (!step && atomic_load(&d->bad))
-		step = d->why;
 	if (step)
 		return step;
 	if (k->torn) {
-		/* What the stream ends with is part of one of b's WRITEs. */
-		if (d->have >= 2 &&
-		    !drain_write_part(d, d->acc, d->have,
-				      d->acc[0] << 8 | d->acc[1],
-				      atomic_load(&d->bytes) - d->have))
-			return d->why;
+		step = drain_tail_write(d);
+		if (step)
+			return step;
 		return d->end_err == ECONNRESET ? NULL :
 		       d->end_err ? "the stream ended in an error, not a reset" :
 				    "the stream ended with a FIN, not a reset";
@@ -1849,7 +1873,6 @@ static const char *killed_connect(struct killed_child *kc, struct side *a,
 	struct killed_hello hello;
 	struct ibv_qp b_qp = {};
 	struct side b = { .qp = &b_qp };
-	int rcvbuf = FULL_RCVBUF;
 	const char *step;
 
 	if (pipe_read_within(kc->from_child, &hello, sizeof(hello), WAIT_MS))
@@ -1861,10 +1884,7 @@ static const char *killed_connect(struct killed_child *kc, struct side *a,
 	step = raw_request(a, &b, fd);
 	if (!step)
 		step = raw_read_reply(*fd);
-	if (!step && setsockopt(*fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
-				sizeof(rcvbuf)))
-		step = "SO_RCVBUF";
-	return step;
+	return step ? step : raw_small_rcvbuf(*fd);
 }
 
 /*
@@ -1874,19 +1894,12 @@ static const char *killed_connect(struct killed_child *kc, struct side *a,
  */
 static int killed_stream_end(struct drain *d, const char **why)
 {
-	*why = drain_until_eof(d);
-	if (!*why && atomic_load(&d->bad))
-		*why = d->why;
+	*why = drain_end(d);
 	if (*why)
 		return -1;
 	if (d->end_err == ECONNRESET) {
-		if (atomic_load(&d->terminated))
-			*why = "a TERMINATE before the reset";
-		else if (d->have >= 2 &&
-			 !drain_write_part(d, d->acc, d->have,
-					   d->acc[0] << 8 | d->acc[1],
-					   atomic_load(&d->bytes) - d->have))
-			*why = d->why;
+		*why = atomic_load(&d->terminated) ?
+		       "a TERMINATE before the reset" : drain_tail_write(d);
 		return *why ? -1 : 0;
 	}
 	if (d->end_err)
