@@ -705,9 +705,10 @@ struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
 /*
  * Find the page and offset of MR byte @addr, which the caller has checked
  * to be inside the MR.  Returns the bytes that follow in the same page.
+ * Inline: every placed or sent page piece looks it up.
  */
-static u32 viw_mr_locate(const struct viw_mr *mr, u64 addr,
-			 struct page **page, u32 *offset)
+static inline u32 viw_mr_locate(const struct viw_mr *mr, u64 addr,
+				struct page **page, u32 *offset)
 {
 	u64 off = addr - mr->iova + mr->page_offset;
 
@@ -753,11 +754,13 @@ int viw_mr_bvec(const struct viw_mr *mr, u64 addr, u32 *len,
 
 /*
  * Copy @len bytes from @skb at @skb_off into MR memory at @addr and fold
- * them into the CRC.  The range was checked against the MR.
+ * them into the CRC.  The range was checked against the MR.  Inline in
+ * both of viw_mr_place_skb()'s paths: the receive engine calls it for
+ * every payload piece.
  */
-static int viw_mr_copy_from_skb(const struct viw_mr *mr, u64 addr,
-				const struct sk_buff *skb, int skb_off,
-				u32 len, u32 *crc)
+static __always_inline int
+viw_mr_copy_from_skb(const struct viw_mr *mr, u64 addr,
+		     const struct sk_buff *skb, int skb_off, u32 len, u32 *crc)
 {
 	while (len) {
 		struct page *page;

@@ -106,9 +106,9 @@ static u8 *viw_wq_status(struct viw_wq *wq, u32 index)
 /*
  * Copy the next posted WQE out of the ring into @copy (the whole slot).
  * Returns false if the slot at fetch is not posted or the kernel already
- * owns every slot.
+ * owns every slot.  Inline: each post and each SEND received takes one.
  */
-static bool viw_wq_fetch(struct viw_wq *wq, void *copy)
+static __always_inline bool viw_wq_fetch(struct viw_wq *wq, void *copy)
 {
 	/* The kernel holds at most a ring's worth, [done, fetch). */
 	if (!viw_rp_room(wq->fetch, wq->done, wq->ring.num_slots))
