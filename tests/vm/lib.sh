@@ -275,12 +275,33 @@ unread_on_port() {
 		awk -v ns="$1" '$1 > 0 { print ns, $1, $3, $4 }'
 }
 
+# unread_state PORT: what both hosts show of the connections on PORT, for
+# a stall's report: each socket's details (ss -tnie: bytes received and
+# acknowledged, retransmissions, the last send and receive), twice, 2 s
+# apart, so that a stream that only crawls tells itself from one that
+# stopped; then the RNICs' QPs and viw's connection endpoints.
+unread_state() {
+	local look ns
+	for look in first "2 s later"; do
+		[ "$look" = first ] || sleep 2
+		for ns in "$NS_A" "$NS_B"; do
+			echo "== $ns, $look: ss -tnie, port $1"
+			# without its warning that it finds no cgroup2 mount
+			ip netns exec "$ns" ss -tnie "( sport = :$1 or dport = :$1 )" 2>/dev/null
+		done
+	done
+	echo "== rdma resource show qp"
+	rdma resource show qp
+	echo "== viw's connection endpoints"
+	cat /sys/kernel/debug/viw/ceps
+}
+
 # watch_unread PORT PID OUT: while PID runs, look every 2 s at the RDMA
 # connections on PORT in both namespaces.  When the same bytes stay unread
 # on the same connections for three looks in a row, their RNIC has
 # stopped reading its socket and nothing will wake it: the connections go
-# to OUT (unread_on_port's lines) and PID is ended rather than left to
-# wait out its time-out.  PID is the subshell of "CMD &", as for
+# to OUT (unread_on_port's lines), what unread_state shows to OUT.state,
+# and PID is ended rather than left to wait out its time-out.  PID is the subshell of "CMD &", as for
 # stop_server.  The first look waits 6 s, so that the many short runs
 # share no CPU with it (each look starts two ip and two ss), and the
 # clock calibration of perftest is disturbed as little as may be.
@@ -298,6 +319,7 @@ watch_unread() {
 		last=$now
 		if [ "$same" = 2 ]; then
 			echo "$now" >"$out"
+			unread_state "$port" >"$out.state" 2>&1 || true
 			pkill -P "$pid" 2>/dev/null || true
 			kill "$pid" 2>/dev/null || true
 			return 0
@@ -311,7 +333,7 @@ watch_unread() {
 run_watched() {
 	local port=$1 out=$2 cpid wpid rc=0
 	shift 2
-	rm -f "$out"
+	rm -f "$out" "$out.state"
 	"$@" &
 	cpid=$!
 	watch_unread "$port" "$cpid" "$out" &
@@ -342,11 +364,15 @@ siw_accept_race() {
 	done <"$1"
 }
 
-# unread_report OUT NAME: say which connections stopped being read.
+# unread_report OUT NAME: say which connections stopped being read, and
+# what their hosts showed then (OUT.state).
 unread_report() {
 	[ -s "$1" ] || return 0
 	echo "$2: these connections stopped being read (namespace, unread bytes, local, peer):" >&2
 	sed 's/^/    /' "$1" >&2
+	[ -s "$1.state" ] || return 0
+	echo "$2: what the hosts showed then:" >&2
+	sed 's/^/    /' "$1.state" >&2
 }
 
 # perftest_credit_mr_leak TEST LOG: perftest before 23.07 (Debian 12 has
@@ -391,7 +417,7 @@ perf_once() {
 	# Only with -R is the port's connection the RDMA one; without it,
 	# perftest's own TCP socket there may hold its peer's last message
 	# unread for a while.
-	rm -f "$log.unread"
+	rm -f "$log.unread" "$log.unread.state"
 	if [ "$conn" = -R ]; then watch=(run_watched "$port" "$log.unread"); fi
 	# shellcheck disable=SC2086
 	"${watch[@]}" in_a timeout 120 stdbuf -oL taskset -c 0 "$test" $conn -p "$port" -d "$DEV_A" \
@@ -417,10 +443,10 @@ perf_once() {
 librdmacm_crashes() { dmesg | grep -Ec '(traps: |: segfault at ).* in librdmacm' || true; }
 
 # keep_failed_run LOG N: before a retry, keep the failed run's LOG.server,
-# LOG.client and LOG.unread as LOG.server.N and so on.
+# LOG.client, LOG.unread and LOG.unread.state as LOG.server.N and so on.
 keep_failed_run() {
 	local i
-	for i in server client unread; do
+	for i in server client unread unread.state; do
 		[ ! -e "$1.$i" ] || mv "$1.$i" "$1.$i.$2"
 	done
 }

@@ -33,3 +33,43 @@ for d in "$DEV_A" "$DEV_B"; do
 	grep -qw "$d" <<<"$out" || die "with libviw loaded, ibv_devices lost $d"
 done
 log "libviw leaves rxe devices alone"
+
+# The stall watcher that guards every perftest -R and interop pair
+# (run_watched): a connection on its port whose bytes stay unread ends the
+# watched command well before its time-out, and the report names the
+# connection and keeps what both hosts showed.  Here a plain TCP server
+# in b accepts and never reads, and the watched client in a sends 64 KiB
+# and waits.
+watch_port=18600
+watch_out=$VIW_OUT/watch-selftest.unread
+in_b timeout 60 python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(1)
+conn, _ = s.accept()
+time.sleep(60)' "$IP_B" "$watch_port" &
+watch_server=$!
+wait_listen "$NS_B" "$watch_port"
+watch_start=$SECONDS
+watch_rc=0
+run_watched "$watch_port" "$watch_out" in_a timeout 60 python3 -c '
+import socket, sys, time
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+c.sendall(b"x" * 65536)
+time.sleep(60)' "$IP_B" "$watch_port" || watch_rc=$?
+watch_took=$((SECONDS - watch_start))
+kill "$watch_server" 2>/dev/null || true
+wait "$watch_server" 2>/dev/null || true
+unread_report "$watch_out" watch-selftest 2>&1
+[ "$watch_rc" != 0 ] || die "the watcher let a client with an unread connection run to its end"
+[ "$watch_took" -lt 30 ] || die "the watcher ended the client only after $watch_took s"
+grep -Eq "^$NS_B [1-9][0-9]* $IP_B(%[^:]*)?:$watch_port " "$watch_out" ||
+	die "the watcher did not name b's unread connection: $(cat "$watch_out" 2>/dev/null)"
+for look in first "2 s later"; do
+	grep -A4 "^== $NS_B, $look: ss -tnie, port $watch_port" "$watch_out.state" |
+		grep -q "bytes_received:" ||
+		die "the stall's state lacks b's socket details ($look)"
+done
+log "the stall watcher ended a client whose connection stayed unread, after $watch_took s"
