@@ -301,10 +301,11 @@ unread_state() {
 # on the same connections for three looks in a row, their RNIC has
 # stopped reading its socket and nothing will wake it: the connections go
 # to OUT (unread_on_port's lines), what unread_state shows to OUT.state,
-# and PID is ended rather than left to wait out its time-out.  PID is the subshell of "CMD &", as for
-# stop_server.  The first look waits 6 s, so that the many short runs
-# share no CPU with it (each look starts two ip and two ss), and the
-# clock calibration of perftest is disturbed as little as may be.
+# and PID is ended rather than left to wait out its time-out.  PID is the
+# subshell of "CMD &", as for stop_server.  The first look waits 6 s, so
+# that the many short runs share no CPU with it (each look starts two ip
+# and two ss), and the clock calibration of perftest is disturbed as
+# little as may be.
 watch_unread() {
 	local port=$1 pid=$2 out=$3 ns now last='' same=0
 	sleep 4
