@@ -48,6 +48,8 @@
 #define viw_rp_write_once(p, v)		WRITE_ONCE(*(p), v)
 #define viw_rp_cmpxchg(p, old, new)	cmpxchg(p, old, new)
 #define viw_rp_xchg(p, v)		xchg(p, v)
+/* Orders the stores before it against the loads after it, too. */
+#define viw_rp_mb()			smp_mb()
 #else
 #include <stdbool.h>
 #include <stddef.h>
@@ -61,6 +63,7 @@
 /* Fully ordered, as the kernel's cmpxchg() and xchg() are. */
 #define viw_rp_xchg(p, v)		__atomic_exchange_n(p, v, __ATOMIC_SEQ_CST)
 #define viw_rp_fetch_or(p, v)		__atomic_fetch_or(p, v, __ATOMIC_SEQ_CST)
+#define viw_rp_mb()			__atomic_thread_fence(__ATOMIC_SEQ_CST)
 
 static inline __u32 viw_rp_cmpxchg(__u32 *p, __u32 old, __u32 new)
 {
@@ -302,17 +305,30 @@ static inline bool viw_rp_cq_arm_fires(__u32 arm, bool solicited)
 #define VIW_RP_ARM_TRIES	8
 
 /*
- * Kernel: disarm the CQ and return true if the consumer asked to be told
- * about this completion.  The consumer may re-arm concurrently, hence the
- * compare-and-exchange.  If the word keeps changing, disarm it anyway and
- * report the event: a spurious event is harmless (the consumer polls and
- * may find nothing new), a lost one would leave it asleep.
+ * Kernel, after viw_rp_cq_push(): disarm the CQ and return true if the
+ * consumer asked to be told about this completion.  The consumer may
+ * re-arm concurrently, hence the compare-and-exchange.  If the word keeps
+ * changing, disarm it anyway and report the event: a spurious event is
+ * harmless (the consumer polls and may find nothing new), a lost one would
+ * leave it asleep.
+ *
+ * The consumer arms, then polls, and sleeps if it found nothing; the
+ * kernel publishes the CQE, then reads the arm word.  Each side writes one
+ * word and reads the other's, so each needs a full barrier in between,
+ * or both reads may miss both writes (a CPU may let a load pass its own
+ * earlier store): the consumer would sleep with the CQE in the ring and
+ * no event to come.  The provider's arm is a fully ordered fetch-or; here
+ * it is the barrier below.  unit.ring's "CQ event against arm and poll"
+ * lost an event within a second without it.
  */
 static inline bool viw_rp_cq_take_arm(struct viw_ring_ctrl *ctrl,
 				      bool solicited)
 {
-	__u32 old = viw_rp_read_once(&ctrl->arm);
+	__u32 old;
 	int tries;
+
+	viw_rp_mb();
+	old = viw_rp_read_once(&ctrl->arm);
 
 	for (tries = 0; tries < VIW_RP_ARM_TRIES; tries++) {
 		__u32 seen;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "viw_check.h"
@@ -956,6 +957,114 @@ static void test_cq_stress(void)
 	tc_report("CQ kernel/provider stress", before);
 }
 
+/* ---- A CQ's event against its consumer's arm and poll ------------------- */
+
+#define EVENT_ROUNDS 3000000
+#define EVENT_SECONDS 4
+
+struct cq_event_race {
+	struct viw_ring ring;	/* the provider's */
+	struct kcq kcq;		/* the kernel's */
+	uint32_t consumed;	/* CQEs the consumer took */
+	uint32_t events;	/* events the kernel raised */
+	uint32_t pushed;	/* CQEs the kernel pushed, their events raised */
+	uint32_t done;
+};
+
+/*
+ * The kernel completes one WR at a time, the next as soon as the consumer
+ * took the last: its push then meets the consumer's arm and poll.
+ */
+static void *event_kernel(void *arg)
+{
+	struct cq_event_race *r = arg;
+	uint32_t seq;
+
+	for (seq = 0; !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE); seq++) {
+		struct viw_cqe c = cqe_for(seq, 0);
+
+		if (kcq_push(&r->kcq, &c) > 0)
+			__atomic_fetch_add(&r->events, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&r->pushed, seq + 1, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&r->consumed, __ATOMIC_ACQUIRE) == seq &&
+		       !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
+			;
+	}
+	return NULL;
+}
+
+/*
+ * The consumer armed, polled and found nothing: it sleeps until an event.
+ * Returns false if the kernel pushed the CQE it waits for and raised no
+ * event since @seen: then nothing would ever wake it.
+ */
+static bool event_wait(struct cq_event_race *r, uint32_t *seen)
+{
+	for (;;) {
+		if (__atomic_load_n(&r->events, __ATOMIC_ACQUIRE) != *seen)
+			break;
+		/* The kernel counts the event before it says pushed. */
+		if (__atomic_load_n(&r->pushed, __ATOMIC_ACQUIRE) > r->consumed &&
+		    __atomic_load_n(&r->events, __ATOMIC_ACQUIRE) == *seen)
+			return false;
+	}
+	*seen = __atomic_load_n(&r->events, __ATOMIC_ACQUIRE);
+	return true;
+}
+
+/* A consumer that polls a while before it arms, as many applications do. */
+static bool event_poll_first(struct cq_event_race *r, uint32_t spins)
+{
+	while (spins--)
+		if (provider_poll(&r->ring) >= 0)
+			return true;
+	return false;
+}
+
+/*
+ * An event-driven consumer arms the CQ, polls it, and sleeps only if it
+ * found nothing.  A completion published before the arm is found by the
+ * poll; one after it raises the event.  If the kernel read the arm word
+ * before its CQE was visible to the poll, the consumer would sleep with a
+ * completion in the ring and no event to come: a lost wakeup, which hangs
+ * the application.  The check needs no timeout: the kernel says when it
+ * has pushed a CQE and whether it raised the event.
+ */
+static void test_cq_event_race(void)
+{
+	struct cq_event_race r = {};
+	void *mem = ring_mem(4, VIW_CQE_SIZE);
+	time_t end = time(NULL) + EVENT_SECONDS;
+	uint32_t seen = 0;
+	bool lost = false;
+	pthread_t t;
+	int before = tc_failures;
+
+	viw_ring_init(&r.ring, mem, viw_rp_ring_bytes(4, VIW_CQE_SIZE), 4,
+		      VIW_CQE_SIZE);
+	r.kcq.ctrl = mem;
+	r.kcq.num_slots = 4;
+
+	pthread_create(&t, NULL, event_kernel, &r);
+	while (r.consumed < EVENT_ROUNDS && !lost &&
+	       (r.consumed % 4096 || time(NULL) < end)) {
+		if (!event_poll_first(&r, payload(r.consumed) >> 26)) {
+			viw_rp_cq_arm(r.ring.ctrl, false);
+			if (provider_poll(&r.ring) < 0) {
+				lost = !event_wait(&r, &seen);
+				continue;
+			}
+		}
+		__atomic_store_n(&r.consumed, r.consumed + 1, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&r.done, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	CHECK(!lost, "a completion without its event, after %u completions",
+	      r.consumed);
+	free(mem);
+	tc_report("CQ event against arm and poll", before);
+}
+
 int main(void)
 {
 	/* Line by line, so that what ran before an alarm is in the log. */
@@ -977,5 +1086,6 @@ int main(void)
 	test_arm_flipper();
 	test_sq_stress();
 	test_cq_stress();
+	test_cq_event_race();
 	return tc_done("unit.ring");
 }
