@@ -630,11 +630,10 @@ struct ib_mr *viw_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	return new;
 }
 
-/* Drop a data path reference; may be called in any context. */
-void viw_mr_put(struct viw_mr *mr)
+/* The last data path reference is gone (viw_mr_put()): free it, later. */
+void viw_mr_release(struct viw_mr *mr)
 {
-	if (refcount_dec_and_test(&mr->ref))
-		queue_work(viw_mem_wq, &mr->free_work);
+	queue_work(viw_mem_wq, &mr->free_work);
 }
 
 /*

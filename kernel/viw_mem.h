@@ -110,7 +110,17 @@ struct viw_mr *viw_mr_get_remote(struct viw_qp *qp, u32 stag, int access,
 struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
 			  int access, u64 addr, u32 len,
 			  struct viw_term_cause *cause);
-void viw_mr_put(struct viw_mr *mr);
+void viw_mr_release(struct viw_mr *mr);
+
+/*
+ * Drop a data path reference; may be called in any context.  Inline: each
+ * message sent or placed drops one or two.
+ */
+static inline void viw_mr_put(struct viw_mr *mr)
+{
+	if (refcount_dec_and_test(&mr->ref))
+		viw_mr_release(mr);
+}
 int viw_mr_copy_out(struct viw_mr *mr, u32 stag, u64 addr, u32 len,
 		    void *dst);
 int viw_mr_bvec(const struct viw_mr *mr, u64 addr, u32 *len,

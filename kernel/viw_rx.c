@@ -599,9 +599,10 @@ static int viw_rx_start_segment(struct viw_qp *qp)
 
 /*
  * The first two bytes of the DDP header are in rx->hdr: the header's
- * length follows from them (rx->hdr_need).
+ * length follows from them (rx->hdr_need).  Inline: each segment's header
+ * is read through here.
  */
-static int viw_rx_hdr_len(struct viw_qp *qp)
+static __always_inline int viw_rx_hdr_len(struct viw_qp *qp)
 {
 	struct viw_rx *rx = &qp->eng->rx;
 	u32 hlen = viw_ddp_hdr_len(rx->hdr + VIW_MPA_LEN_SIZE);
