@@ -114,16 +114,8 @@ bench_hosts() {
 # use_rnic TYPE: the RDMA links on va and vb become TYPE_a and TYPE_b.
 use_rnic() {
 	[ "$DEV_A" = "$1_a" ] && return 0
-	if [ -n "$DEV_A" ]; then
-		rdma link delete "$DEV_A"
-		rdma link delete "$DEV_B"
-		wait_for 10 ib_dev_gone "$DEV_A" || die "$DEV_A did not go away"
-		wait_for 10 ib_dev_gone "$DEV_B" || die "$DEV_B did not go away"
-	fi
-	add_link "$NS_A" "$1_a" "$1" "$IF_A"
-	add_link "$NS_B" "$1_b" "$1" "$IF_B"
-	DEV_A=$1_a DEV_B=$1_b
-	export DEV_A DEV_B
+	[ -z "$DEV_A" ] || delete_link_pair
+	add_link_pair "$1"
 }
 
 # perftest_point SET TYPE TEST SIZE ITERS REP: one perftest run on the

@@ -61,15 +61,9 @@ driver_probes_off() {
 
 # measure REP MODULE: MODULE is siw, viw or base (viw of PS_KO_BASE).
 measure() {
-	local rep=$1 mod=$2 type=viw t line parts
-	case $mod in
-	siw) type=siw; load_siw ;;
-	viw) load_viw ;;
-	base) VIW_KO=$PS_KO_BASE load_viw ;;
-	esac
-	add_link "$NS_A" "${type}_a" "$type" "$IF_A"
-	add_link "$NS_B" "${type}_b" "$type" "$IF_B"
-	DEV_A=${type}_a DEV_B=${type}_b
+	local rep=$1 mod=$2 type t line parts
+	bench_link_pair "$mod" "${PS_KO_BASE:-}"
+	type=${DEV_A%_a}
 	driver_probes "$type"
 	for t in ib_write_lat ib_send_lat; do
 		echo >$T/trace
@@ -83,10 +77,7 @@ measure() {
 	done
 	rm -f "$VIW_OUT/trace"
 	driver_probes_off
-	run rdma link delete "$DEV_A"
-	run rdma link delete "$DEV_B"
-	wait_for 10 ib_dev_gone "$DEV_A" || die "$DEV_A stayed"
-	wait_for 10 ib_dev_gone "$DEV_B" || die "$DEV_B stayed"
+	delete_link_pair
 }
 
 load_siw

@@ -692,17 +692,43 @@ add_link() {
 	RNIC_IN_NS[$ns]=$type
 }
 
+# add_link_pair TYPE: devices TYPE_a on IF_A in NS_A and TYPE_b on IF_B
+# in NS_B.  Sets DEV_A and DEV_B.
+add_link_pair() {
+	DEV_A=$1_a
+	DEV_B=$1_b
+	export DEV_A DEV_B
+	add_link "$NS_A" "$DEV_A" "$1" "$IF_A"
+	add_link "$NS_B" "$DEV_B" "$1" "$IF_B"
+}
+
+# bench_link_pair MODULE BASE_KO: the benches' drivers by name: siw, viw
+# (the build's) or base (viw of BASE_KO).  Loads it and makes its
+# add_link_pair.
+bench_link_pair() {
+	case $1 in
+	siw) load_siw; add_link_pair siw ;;
+	viw) load_viw; add_link_pair viw ;;
+	base) VIW_KO=$2 load_viw; add_link_pair viw ;;
+	*) die "no driver $1" ;;
+	esac
+}
+
+# delete_link_pair: delete DEV_A and DEV_B, and wait until both are gone.
+delete_link_pair() {
+	run rdma link delete "$DEV_A" || die "rdma link delete $DEV_A failed"
+	run rdma link delete "$DEV_B" || die "rdma link delete $DEV_B failed"
+	wait_for 10 ib_dev_gone "$DEV_A" || die "$DEV_A stayed"
+	wait_for 10 ib_dev_gone "$DEV_B" || die "$DEV_B stayed"
+}
+
 # make_two_hosts [TYPE]: make_netns_pair plus devices TYPE_a on va and
 # TYPE_b on vb (TYPE: viw (default), siw or rxe).  Sets DEV_A and DEV_B.
 make_two_hosts() {
 	local type=${1:-viw}
 	load_driver "$type"
 	make_netns_pair
-	DEV_A=${type}_a
-	DEV_B=${type}_b
-	export DEV_A DEV_B
-	add_link "$NS_A" "$DEV_A" "$type" "$IF_A"
-	add_link "$NS_B" "$DEV_B" "$type" "$IF_B"
+	add_link_pair "$type"
 	log "two hosts: $DEV_A on $IF_A ($IP_A) in ns $NS_A, $DEV_B on $IF_B ($IP_B) in ns $NS_B"
 }
 
