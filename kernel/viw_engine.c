@@ -26,6 +26,9 @@ int viw_engine_alloc(struct viw_qp *qp)
 	eng->tx_batch->slots = (u8 *)get_zeroed_page(GFP_KERNEL);
 	if (!eng->tx_batch->slots)
 		goto err_batch;
+	/* Looked up once: each FPDU points into these pages twice. */
+	eng->tx_buf_page = virt_to_page(eng->tx_buf);
+	eng->tx_batch->slots_page = virt_to_page(eng->tx_batch->slots);
 	/* Only a kernel PD has fast-register MRs (viw_alloc_mr()). */
 	if (viw_qp_is_kernel(qp)) {
 		eng->tx_bounce = kmalloc(VIW_TX_BOUNCE_BYTES, GFP_KERNEL);

@@ -64,6 +64,7 @@ struct viw_irq_entry {
 
 struct viw_tx_batch {
 	u8 *slots;			/* a page of VIW_TX_SLOT byte slots */
+	struct page *slots_page;	/* its page, for the bio_vecs */
 	u32 fpdus;
 	u32 nbv;
 	u32 bytes;			/* on the wire */
@@ -80,6 +81,7 @@ struct viw_tx_wqe {
 	u32 len;			/* payload length */
 	u32 sent;			/* payload bytes sent */
 	struct viw_mr *mr[VIW_MAX_SGE];	/* referenced while sending */
+	u8 nr_mr;			/* mr[] beyond it are NULL */
 	bool active;
 };
 
@@ -111,6 +113,7 @@ struct viw_rx {
 	/* untagged SEND: the receive WQE being filled */
 	struct viw_rqe rqe;
 	struct viw_mr *rqe_mr[VIW_MAX_SGE];
+	u8 rqe_nr_mr;			/* rqe_mr[] beyond it are NULL */
 	bool rqe_active;
 	bool rqe_from_srq;
 	u32 rqe_index;			/* RQ index when not from the SRQ */
@@ -152,6 +155,7 @@ struct viw_ack_wait {
 struct viw_engine {
 	/* transmit engine, under qp->tx_lock */
 	u8 *tx_buf;			/* a page: FPDU headers and trailers */
+	struct page *tx_buf_page;	/* its page, for the bio_vecs */
 	struct bio_vec tx_bv[VIW_TX_MAX_BVEC];	/* the FPDU being built */
 	struct viw_tx_batch *tx_batch;	/* FPDUs not yet in the socket */
 	u8 *tx_bounce;			/* kernel QPs: viw_tx_bounce() */

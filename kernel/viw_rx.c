@@ -47,12 +47,13 @@ static void viw_rx_release_rqe(struct viw_rx *rx)
 {
 	int i;
 
-	for (i = 0; i < VIW_MAX_SGE; i++) {
+	for (i = 0; i < rx->rqe_nr_mr; i++) {
 		if (rx->rqe_mr[i]) {
 			viw_mr_put(rx->rqe_mr[i]);
 			rx->rqe_mr[i] = NULL;
 		}
 	}
+	rx->rqe_nr_mr = 0;
 	rx->rqe_active = false;
 }
 
@@ -134,6 +135,7 @@ static int viw_rx_bind_rqe(struct viw_qp *qp)
 
 	if (rx->rqe.num_sge > max_sge)
 		return -EINVAL;
+	rx->rqe_nr_mr = rx->rqe.num_sge;
 	for (i = 0; i < rx->rqe.num_sge; i++) {
 		struct viw_sge *sge = &rx->rqe.sge[i];
 

@@ -252,18 +252,16 @@ static void viw_tx_chain_run(struct viw_qp *qp)
 }
 
 /*
- * The owner's run is over, its tx_lock released: run what it kicked, for
- * a few rounds, then leave the rest to the work items.  The look that
- * finds nothing noted gives the context up at once, so that no kick is
- * noted after it: a lone doorbell pays one look.
+ * Run the engines the owner's run kicked, for a few rounds, then leave the
+ * rest to the work items.  The look that finds nothing noted gives the
+ * context up at once, so that no kick is noted after it.  Out of line:
+ * most doorbells kick nothing, and need no room for the QPs.
  */
-static void viw_tx_chain_end(struct viw_tx_chain *chain)
+static noinline void viw_tx_chain_run_noted(struct viw_tx_chain *chain)
 {
 	struct viw_qp *qps[VIW_TX_CHAIN_QPS];
 	unsigned int i, nr, round;
 
-	if (!chain)
-		return;
 	for (round = 0; ; round++) {
 		local_bh_disable();
 		nr = viw_tx_chain_take_bh_off(chain, qps);
@@ -283,6 +281,28 @@ static void viw_tx_chain_end(struct viw_tx_chain *chain)
 			viw_qp_put(qps[i]);
 		}
 	}
+}
+
+/*
+ * The owner's run is over, its tx_lock released: run what it kicked, or
+ * give the context up at once if it kicked nothing, so that no kick is
+ * noted after the look.  A lone doorbell pays that one look.
+ */
+static void viw_tx_chain_end(struct viw_tx_chain *chain)
+{
+	bool noted;
+
+	if (!chain)
+		return;
+	local_bh_disable();
+	noted = chain->nr;
+	if (!noted) {
+		/* the look is done before the next owner notes */
+		smp_store_release(&chain->owner, NULL);
+	}
+	local_bh_enable();
+	if (noted)
+		viw_tx_chain_run_noted(chain);
 }
 
 static void viw_bvec_virt(struct bio_vec *bv, void *p, u32 len)
@@ -581,15 +601,13 @@ static void viw_tx_cut(struct viw_qp *qp, const struct viw_tx_batch *b,
  * both hosts.  The run pushes at its end what the last write held back
  * (viw_tx_push()).
  */
-static int viw_tx_flush(struct viw_qp *qp)
+static int viw_tx_write_batch(struct viw_qp *qp)
 {
 	struct viw_tx_batch *b = qp->eng->tx_batch;
 	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
 	u32 fpdus = b->fpdus, payload = b->payload;
 	int rv;
 
-	if (!fpdus)
-		return 0;
 	/* a guess: a wrong one costs only a push (viw_tx_push()) */
 	qp->eng->tx_corked = qp->eng->tx_may_cork && !b->more &&
 			     viw_sq_posted_hint(qp);
@@ -606,6 +624,16 @@ static int viw_tx_flush(struct viw_qp *qp)
 	viw_count(qp->vdev, VIW_CNT_TX_FPDUS, fpdus);
 	viw_count(qp->vdev, VIW_CNT_TX_BYTES, payload);
 	return 0;
+}
+
+/*
+ * Every run ends with a flush, most of them of an empty batch: that look
+ * is inline, and the msghdr (zeroed on the stack by the kernel's
+ * INIT_STACK_ALL_ZERO) is built only for a batch to write.
+ */
+static inline int viw_tx_flush(struct viw_qp *qp)
+{
+	return qp->eng->tx_batch->fpdus ? viw_tx_write_batch(qp) : 0;
 }
 
 /* Does an FPDU of @npay pieces and @len bytes still fit in the batch? */
@@ -638,7 +666,8 @@ static int viw_tx_fpdu(struct viw_qp *qp, u32 hdr_len, int npay, u32 paylen,
 	u32 ulpdu = hdr_len + paylen;
 	u32 pad = viw_mpa_pad(ulpdu);
 	u32 len = viw_fpdu_len(ulpdu);
-	int rv;
+	struct page *page;
+	int i, rv;
 
 	if (WARN_ON_ONCE(npay > VIW_TX_MAX_PIECES))
 		return -EINVAL;
@@ -654,7 +683,9 @@ static int viw_tx_fpdu(struct viw_qp *qp, u32 hdr_len, int npay, u32 paylen,
 	if (more) {
 		u8 *slot = b->slots + b->fpdus * VIW_TX_SLOT;
 
-		memcpy(slot + VIW_MPA_LEN_SIZE, hdr + VIW_MPA_LEN_SIZE, hdr_len);
+		/* up to the trailer, a constant: moves, not a string move */
+		memcpy(slot + VIW_MPA_LEN_SIZE, hdr + VIW_MPA_LEN_SIZE,
+		       VIW_TX_SLOT_TRAILER - VIW_MPA_LEN_SIZE);
 		hdr = slot;
 		trailer = slot + VIW_TX_SLOT_TRAILER;
 	}
@@ -668,10 +699,15 @@ static int viw_tx_fpdu(struct viw_qp *qp, u32 hdr_len, int npay, u32 paylen,
 		viw_put_crc(trailer + pad, viw_crc_final(crc));
 	}
 
-	viw_bvec_virt(&b->bv[b->nbv++], hdr, VIW_MPA_LEN_SIZE + hdr_len);
-	memcpy(&b->bv[b->nbv], qp->eng->tx_bv + 1, npay * sizeof(b->bv[0]));
-	b->nbv += npay;
-	viw_bvec_virt(&b->bv[b->nbv++], trailer, pad + VIW_MPA_CRC_SIZE);
+	/* header and trailer share a page: tx_buf's, or the batch's slots' */
+	page = more ? b->slots_page : qp->eng->tx_buf_page;
+	bvec_set_page(&b->bv[b->nbv++], page, VIW_MPA_LEN_SIZE + hdr_len,
+		      offset_in_page(hdr));
+	/* most FPDUs have a piece or two: no call to memcpy() for them */
+	for (i = 1; i <= npay; i++)
+		b->bv[b->nbv++] = qp->eng->tx_bv[i];
+	bvec_set_page(&b->bv[b->nbv++], page, pad + VIW_MPA_CRC_SIZE,
+		      offset_in_page(trailer));
 	b->bytes += len;
 	b->end[b->fpdus++] = b->bytes;
 	b->payload += paylen;
@@ -730,12 +766,13 @@ static void viw_tx_release_mrs(struct viw_tx_wqe *tx)
 {
 	int i;
 
-	for (i = 0; i < VIW_MAX_SGE; i++) {
+	for (i = 0; i < tx->nr_mr; i++) {
 		if (tx->mr[i]) {
 			viw_mr_put(tx->mr[i]);
 			tx->mr[i] = NULL;
 		}
 	}
+	tx->nr_mr = 0;
 }
 
 /* Forget the WQE in progress (the QP left RTS; flush completes it). */
@@ -783,6 +820,7 @@ static u8 viw_tx_check_atomic(struct viw_qp *qp, struct viw_tx_wqe *tx)
 		return VIW_CQE_LOC_QP_OP_ERR;
 	if (sge->length != VIW_ATOMIC_SIZE)
 		return VIW_CQE_LOC_LEN_ERR;
+	tx->nr_mr = 1;
 	tx->mr[0] = viw_mr_get(qp->vdev, qp->ibqp.pd, sge->lkey,
 			       IB_ACCESS_LOCAL_WRITE, sge->addr,
 			       VIW_ATOMIC_SIZE, &cause);
@@ -877,6 +915,7 @@ static u8 viw_tx_check_wqe(struct viw_qp *qp, struct viw_tx_wqe *tx)
 		access = IB_ACCESS_LOCAL_WRITE;
 
 	tx->len = 0;
+	tx->nr_mr = sqe->num_sge;
 	for (i = 0; i < sqe->num_sge; i++) {
 		struct viw_sge *sge = &sqe->sge[i];
 
@@ -995,8 +1034,13 @@ static int viw_tx_payload(struct viw_qp *qp, u32 off, u32 *len)
 	if (tx->sqe.flags & VIW_WQE_INLINE) {
 		u8 *data = qp->eng->tx_buf + VIW_TX_INLINE_OFF;
 
-		memcpy(data, (u8 *)tx->sqe.sge + off, left);
-		viw_bvec_virt(&bv[0], data, left);
+		/*
+		 * All of sge[], whatever inline_len says: a copy of constant
+		 * size compiles to moves, not to a string move of one byte at
+		 * a time.
+		 */
+		memcpy(data, tx->sqe.sge, sizeof(tx->sqe.sge));
+		viw_bvec_virt(&bv[0], data + off, left);
 		return left ? 1 : 0;
 	}
 	for (i = 0; i < tx->sqe.num_sge && left && n < VIW_TX_MAX_PIECES;
@@ -1476,6 +1520,17 @@ static int viw_tx_step(struct viw_qp *qp)
 	/* RFC 6581, 3: a responder sends nothing before the RTR arrived. */
 	if (READ_ONCE(qp->rtr_expected))
 		return 0;
+	/*
+	 * Most runs end on a step that finds nothing to do: it looks before
+	 * it asks the socket for room.  A spill is something to do: the room
+	 * check below hands it to the work item (viw_tx_spill()).
+	 */
+	if (!qp->eng->tx.active && !qp->eng->tx_spill &&
+	    !viw_tx_ack_due(qp) && !viw_irq_waiting(qp) &&
+	    !viw_sq_posted_hint(qp)) {
+		qp->eng->tx_starved = true;
+		return 0;
+	}
 	/* Before anything is taken: the work item goes on from here. */
 	if (qp->tx_direct && !viw_tx_room(qp))
 		return -EAGAIN;
