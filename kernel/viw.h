@@ -274,6 +274,7 @@ u32 *viw_poll_shared_knob(void);
 u32 *viw_qp_bind_delay_knob(void);
 u32 *viw_tx_short_delay_knob(void);
 bool *viw_tx_spill_fail_knob(void);
+bool *viw_tx_cut_next_knob(void);
 u32 *viw_rx_send_done_delay_knob(void);
 u32 *viw_tx_run_hold_knob(void);
 

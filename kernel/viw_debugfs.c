@@ -120,6 +120,8 @@ void viw_debugfs_init(void)
 			   viw_tx_short_delay_knob());
 	debugfs_create_bool("tx_spill_fail", 0600, viw_debugfs_root,
 			    viw_tx_spill_fail_knob());
+	debugfs_create_bool("tx_cut_next", 0600, viw_debugfs_root,
+			    viw_tx_cut_next_knob());
 	debugfs_create_u32("rx_send_done_delay_ms", 0600, viw_debugfs_root,
 			   viw_rx_send_done_delay_knob());
 	debugfs_create_u32("tx_run_hold_ms", 0600, viw_debugfs_root,

@@ -427,6 +427,38 @@ u32 *viw_tx_short_delay_knob(void)
 }
 
 /*
+ * For tests, through debugfs tx_cut_next (false, the default): the next
+ * write of a doorbell's run takes only the first half of its bytes, and
+ * the rest comes back refused, as from a socket that filled up meanwhile;
+ * the knob then reads false again.  A lone post can so leave a spill
+ * that no later post writes (tests/functional/viw_remote_err.c -S): on a
+ * veth, TCP refuses part of a write that passed viw_tx_room() only when
+ * its memory accounting says no, which no test can bring about.
+ */
+static bool viw_tx_cut_next;
+
+bool *viw_tx_cut_next_knob(void)
+{
+	return &viw_tx_cut_next;
+}
+
+/* sock_sendmsg(), but with tx_cut_next armed a doorbell's write is cut. */
+static int viw_tx_sock_write(struct viw_qp *qp, struct msghdr *msg)
+{
+	size_t left = msg_data_left(msg);
+	size_t cut = left - left / 2;
+	int rv;
+
+	if (likely(!READ_ONCE(viw_tx_cut_next)) || !qp->tx_direct ||
+	    left < 2 || !xchg(&viw_tx_cut_next, false))
+		return sock_sendmsg(qp->sock, msg);
+	iov_iter_truncate(&msg->msg_iter, left / 2);
+	rv = sock_sendmsg(qp->sock, msg);
+	iov_iter_reexpand(&msg->msg_iter, msg_data_left(msg) + cut);
+	return rv < 0 ? rv : -EAGAIN;
+}
+
+/*
  * Write all of @msg's iterator to the socket, waiting for room as needed.
  * Each write tries without waiting first, so that a wait is known.  In the
  * caller's context the rest of a short write is spilled (viw_tx_spill())
@@ -443,7 +475,7 @@ static int viw_tx_write(struct viw_qp *qp, struct msghdr *msg, bool may_spill)
 
 	msg->msg_flags |= MSG_DONTWAIT;
 	while (msg_data_left(msg)) {
-		rv = sock_sendmsg(qp->sock, msg);
+		rv = viw_tx_sock_write(qp, msg);
 		if (rv == -EAGAIN || rv == -EINTR || rv == -ERESTARTSYS) {
 			rv = 0;
 			/*

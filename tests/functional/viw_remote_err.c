@@ -5,7 +5,7 @@
  * responder refuses fails the requester's own WR, as on InfiniBand
  * (tests/vm/guest/remote-err.sh; docs/semantics.md section 13).
  *
- *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-C | -D | -F | -H | -K | -L | -T]
+ *   viw_remote_err -a DEV_A -b DEV_B [-g GID_INDEX] [-C | -D | -F | -H | -K | -L | -S KNOB | -T]
  *
  * One process, a QP on each device, new QPs for each scenario:
  *   acked        SENDs, WRITEs, a WRITE with immediate and a READ behind
@@ -188,6 +188,22 @@
  *                success: b's ERROR waited for the run, then acknowledged
  *                what b had placed.  Rounds as in last_recv
  *
+ * With -S KNOB, debugfs tx_cut_next armed before each post (the test arms
+ * it itself, at the path KNOB: `ip netns exec` mounts a /sys of its own,
+ * without debugfs): the doorbell's write then takes half of its
+ * bytes and the rest comes back refused, as from a socket that filled up
+ * meanwhile, so the run spills the rest of the FPDU:
+ *   lone_cut     after a first SEND, which waits until the stream is up,
+ *                a posts one signaled WRITE, and nothing after it.  No
+ *                later post will write what was spilled: the run that
+ *                cut must leave it to the work item.  The WRITE must
+ *                land whole and complete with success (b acknowledges
+ *                only what it placed), and the knob must read N again,
+ *                so that the cut surely happened.  Then the same with a
+ *                SEND into a receive b posted.  A post that a work
+ *                item still queued sent instead missed the cut (the knob
+ *                still reads Y): it is made again, up to LONE_TRIES
+ *
  * Output: "PASS name" / "FAIL name: why" lines, "N passed, N failed".
  */
 #define _GNU_SOURCE	/* pthread_setaffinity_np(), CPU_SET() */
@@ -250,6 +266,13 @@
  */
 #define CUT_FIRST_LEN	100
 #define CUT_TRIES	5
+/*
+ * lone_cut: the receive b posts for the SEND, the pause before each post,
+ * and the tries that may each find the post sent by a work item instead
+ */
+#define LONE_RECV_ID	0x10c
+#define LONE_SETTLE_MS	50
+#define LONE_TRIES	5
 /* last_recv: debugfs rx_send_done_delay_ms as the VM test sets it */
 #define LAST_DELAY_MS	300
 #define LAST_HITS	3
@@ -2071,6 +2094,105 @@ static void scenario_taken_flush(struct side *a, struct side *b,
 		raw_reset(fd);
 }
 
+/* debugfs tx_cut_next, which cuts a doorbell's next write (-S) */
+static const char *cut_next_knob;
+
+/* Arm debugfs tx_cut_next (@value 'Y'), or read it: 'Y', 'N' or 0 (error). */
+static char cut_knob(char value)
+{
+	FILE *f = fopen(cut_next_knob, value ? "w" : "r");
+	int c = 0;
+
+	if (!f)
+		return 0;
+	if (value)
+		c = fputc(value, f) == EOF ? 0 : value;
+	else
+		c = fgetc(f);
+	if (fclose(f))
+		c = 0;
+	return c == EOF ? 0 : (char)c;
+}
+
+static const char LONE_MISSED[] = "missed";
+
+/*
+ * One signaled @opcode from a, of MSG bytes, with tx_cut_next armed, and
+ * nothing posted after it (see top).  A SEND goes into a receive b posts
+ * first.  Return: NULL if it went through whole, LONE_MISSED if it did
+ * but its doorbell's write was not the one cut (a work item that was
+ * still queued sent it), else what went wrong.
+ */
+static const char *lone_cut_one(struct side *a, struct side *b,
+				enum ibv_wr_opcode opcode)
+{
+	const struct op op = { opcode, b->mr->rkey, dst(b, 1), true };
+	struct ibv_wc wc;
+	bool cut;
+
+	memset(b->buf + DST_OFF + MSG, FILL_B, MSG);
+	if (opcode == IBV_WR_SEND && post_recv_at(b, LONE_RECV_ID, dst(b, 1), MSG))
+		return "b: ibv_post_recv failed";
+	/* the last post's work items, if any, have run by then */
+	usleep(LONE_SETTLE_MS * 1000);
+	if (cut_knob('Y') != 'Y')
+		return "cannot arm debugfs tx_cut_next";
+	if (post_ops(a, &op, 1))
+		return "a: ibv_post_send failed";
+	if (vt_poll_cq_until(a->cq, &wc, 1, vt_deadline_in(WAIT_MS)) != 1)
+		return "no completion: the rest of the cut write never left";
+	if (wc.status != IBV_WC_SUCCESS)
+		return vt_wc_status_name(wc.status);
+	cut = cut_knob(0) == 'N';
+	if (!cut && cut_knob('N') != 'N')
+		return "cannot disarm debugfs tx_cut_next";
+	if (!landed(b, 1, FILL_A))
+		return "the message is not whole at b";
+	if (opcode == IBV_WR_SEND &&
+	    (vt_poll_cq_until(b->cq, &wc, 1, vt_deadline_in(WAIT_MS)) != 1 ||
+	     wc.wr_id != LONE_RECV_ID || wc.status != IBV_WC_SUCCESS))
+		return "b's receive did not complete with success";
+	return cut ? NULL : LONE_MISSED;
+}
+
+/* On new QPs: a lone post whose doorbell's write was cut (see top). */
+static void scenario_lone_cut(struct side *a, struct side *b, int gid_index)
+{
+	static const enum ibv_wr_opcode ops[] = { IBV_WR_RDMA_WRITE, IBV_WR_SEND };
+	static const char *const names[] = {
+		"lone_cut: a lone WRITE whose doorbell's write was cut lands whole and completes",
+		"lone_cut: a lone SEND whose doorbell's write was cut lands whole and completes",
+	};
+	const char *why;
+	size_t i;
+	int try;
+
+	if (connect_pair(a, b, gid_index)) {
+		vt_fail("lone_cut", "connect: %s", strerror(errno));
+		return;
+	}
+	why = send_one(a, b, false);
+	if (why) {
+		vt_fail("lone_cut", "the first SEND: %s", why);
+		return;
+	}
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		for (try = 1; try <= LONE_TRIES; try++) {
+			why = lone_cut_one(a, b, ops[i]);
+			if (why != LONE_MISSED)
+				break;
+			vt_info("lone_cut: try %d: the work item sent the post, no cut", try);
+		}
+		if (why == LONE_MISSED)
+			vt_fail(names[i], "no doorbell's write was cut in %d tries",
+				LONE_TRIES);
+		else if (why)
+			vt_fail(names[i], "%s", why);
+		else
+			vt_pass("%s", names[i]);
+	}
+}
+
 /* b's retries: PEER_LEFT_TIMEOUT and PEER_LEFT_RETRY, set in RTS. */
 static int set_peer_left_retries(struct side *b)
 {
@@ -2515,6 +2637,7 @@ enum run_mode {
 	RUN_LAST,	/* -L */
 	RUN_HELD,	/* -H */
 	RUN_KILLED,	/* -K */
+	RUN_LONE_CUT,	/* -S KNOB */
 };
 
 static int run(const char *dev_a, const char *dev_b, int gid_index,
@@ -2572,6 +2695,11 @@ static int run(const char *dev_a, const char *dev_b, int gid_index,
 			      "tx_run_hold_ms");
 		goto out;
 	}
+	if (mode == RUN_LONE_CUT) {
+		reset_bufs(&a, &b);
+		scenario_lone_cut(&a, &b, gid_index);
+		goto out;
+	}
 	if (mode == RUN_FULL) {
 		reset_bufs(&a, &b);
 		scenario_full_socket(&a, &b, gid_index);
@@ -2611,7 +2739,7 @@ int main(int argc, char **argv)
 	enum run_mode mode = RUN_ALL;
 	int gid_index = 1, c;
 
-	while ((c = getopt(argc, argv, "a:b:g:CDFHKLT")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:g:CDFHKLS:T")) != -1) {
 		switch (c) {
 		case 'a':
 			dev_a = optarg;
@@ -2643,13 +2771,17 @@ int main(int argc, char **argv)
 		case 'H':
 			mode = RUN_HELD;
 			break;
+		case 'S':
+			mode = RUN_LONE_CUT;
+			cut_next_knob = optarg;
+			break;
 		default:
 			return 2;
 		}
 	}
 	if (!dev_a || !dev_b) {
 		fprintf(stderr,
-			"usage: %s -a DEV_A -b DEV_B [-g GID] [-C | -D | -F | -H | -K | -L | -T]\n",
+			"usage: %s -a DEV_A -b DEV_B [-g GID] [-C | -D | -F | -H | -K | -L | -S | -T]\n",
 			argv[0]);
 		return 2;
 	}

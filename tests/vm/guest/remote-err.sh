@@ -55,6 +55,10 @@
 #   consumer destroys b's QP the moment its receive completes, while b's
 #   receive engine still spins after that completion; a's SEND still
 #   completes with success, as b's destroy acknowledged it (last_recv).
+# - with debugfs tx_cut_next armed before each post (viw_remote_err -S):
+#   a lone WRITE, then a lone SEND, whose doorbell's write comes back cut
+#   inside the FPDU, with nothing posted after it, still lands whole and
+#   completes (lone_cut): the run leaves what it spilled to the work item.
 # - with debugfs tx_run_hold_ms at 300 (viw_remote_err -H): b's
 #   doorbell's run keeps b's engine after its write, past its
 #   acknowledgement, while a's SEND is placed and b's consumer moves b to
@@ -162,6 +166,20 @@ log "a QP destroyed at its last receive's completion acknowledges it ok"
 # consumer moves b to ERROR in that window, at a receive's completion.
 knob_run tx_run_hold_ms 300 -H held
 log "a QP moved to ERROR while a run holds its engine acknowledges its last receive ok"
+# -S: a lone post whose doorbell's write comes back cut (debugfs
+# tx_cut_next, which viw_remote_err arms itself before each post, through
+# a debugfs mount that `ip netns exec`, which mounts a /sys of its own,
+# leaves in sight), with nothing posted after it: the run leaves the rest
+# to the work item.
+netns_dbg=/run/viw-debugfs
+mkdir -p "$netns_dbg"
+mountpoint -q "$netns_dbg" || mount -t debugfs none "$netns_dbg"
+spills0=$(port_counter "$DEV_A" tx_spills)
+remote_err_run "-S$netns_dbg/viw/tx_cut_next" lone
+grep -E "^(PASS|INFO)" "$VIW_OUT/lone.log" | sed "s/^/  lone: /"
+spills=$(( $(port_counter "$DEV_A" tx_spills) - spills0 ))
+[ "$spills" -ge 2 ] || die "tx_cut_next made $spills spills on $DEV_A, not 2"
+log "a lone post's cut write still reaches the peer whole ok ($spills spills)"
 
 for n in 1 2 3; do
 	pingpong_pair ibv_rc_pingpong a b 1 -n 200 >/dev/null
