@@ -46,13 +46,14 @@ struct viw_irq_entry {
 #define VIW_TX_MAX_BVEC		(VIW_TX_MAX_PIECES + 2)
 
 /*
- * The FPDUs of one message gathered for a single sendmsg (viw_tx_fpdu()).
- * An FPDU fills a TCP segment (MULPDU), and TCP sends every full segment
- * it is given at once: written one by one, each FPDU went through the
- * whole network stack, and the receiver's, as a packet of its own.  Given
- * up to 64 KiB at a time, TCP builds packets of its GSO size; the bytes on
- * the wire are the same.  A batched FPDU's header and trailer wait in a
- * slot of their own until the batch is sent.
+ * The FPDUs of one message gathered for a single sendmsg (viw_tx_fpdu()),
+ * and of the whole messages before it while more are posted
+ * (viw_tx_hold_last()).  An FPDU fills a TCP segment (MULPDU), and TCP
+ * sends every full segment it is given at once: written one by one, each
+ * FPDU went through the whole network stack, and the receiver's, as a
+ * packet of its own.  Given up to 64 KiB at a time, TCP builds packets of
+ * its GSO size; the bytes on the wire are the same.  A batched FPDU's
+ * header and trailer wait in a slot of their own until the batch is sent.
  */
 #define VIW_TX_BATCH_BYTES	SZ_64K
 /* A kernel QP's copies of fast-register MR payload: one FPDU's worth. */
@@ -61,6 +62,8 @@ struct viw_irq_entry {
 #define VIW_TX_SLOT_TRAILER	56	/* pad and CRC: at most 7 bytes */
 #define VIW_TX_BATCH_FPDUS	(PAGE_SIZE / VIW_TX_SLOT)
 #define VIW_TX_BATCH_BVEC	256
+/* Whole messages a batch holds for the next (viw_tx_hold_last()). */
+#define VIW_TX_BATCH_HELD	16
 
 struct viw_tx_batch {
 	u8 *slots;			/* a page of VIW_TX_SLOT byte slots */
@@ -72,6 +75,12 @@ struct viw_tx_batch {
 	bool more;			/* the message goes on after it */
 	u32 end[VIW_TX_BATCH_FPDUS];	/* where each FPDU ends, in bytes */
 	struct bio_vec bv[VIW_TX_BATCH_BVEC];
+	/* whole messages in it: their SQ indexes, completed once written */
+	u32 held;
+	u32 held_index[VIW_TX_BATCH_HELD];
+	/* and the MRs their payload pieces point into, referenced */
+	u32 nr_mr;
+	struct viw_mr *mr[VIW_TX_BATCH_HELD * VIW_MAX_SGE];
 };
 
 /* The WQE the transmit engine is sending. */

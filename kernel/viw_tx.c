@@ -3,8 +3,9 @@
  * viw: the transmit engine.
  *
  * One work item per QP takes WQEs from the send queue, cuts them into
- * FPDUs of at most MULPDU bytes and writes them to the TCP socket, the
- * FPDUs of one message up to 64 KiB in one write (struct viw_tx_batch).  A
+ * FPDUs of at most MULPDU bytes and writes them to the TCP socket, up to
+ * 64 KiB in one write (struct viw_tx_batch): the FPDUs of one message,
+ * and while more WQEs are posted, whole small messages too.  A
  * doorbell that finds the engine idle runs it in the caller's context
  * instead (viw_tx_doorbell()), as long as the socket has room, and then
  * runs the engines its own run kicked (struct viw_tx_chain); a stream of
@@ -587,8 +588,25 @@ static inline bool viw_tx_room(struct viw_qp *qp)
 				       2 * (int)viw_fpdu_len(qp->mulpdu);
 }
 
+/* Release the MRs of the messages the batch held (viw_tx_hold_last()). */
+static noinline void viw_tx_batch_put_mrs(struct viw_tx_batch *b)
+{
+	u32 i;
+
+	for (i = 0; i < b->nr_mr; i++)
+		viw_mr_put(b->mr[i]);
+	b->nr_mr = 0;
+}
+
+/*
+ * Empty the batch, and release the MRs of the messages it held.  Their
+ * SQ indexes stay in held_index[] for viw_tx_write_batch() to complete.
+ */
 static void viw_tx_batch_clear(struct viw_tx_batch *b)
 {
+	if (unlikely(b->nr_mr))
+		viw_tx_batch_put_mrs(b);
+	b->held = 0;
 	b->fpdus = 0;
 	b->nbv = 0;
 	b->bytes = 0;
@@ -625,6 +643,19 @@ static void viw_tx_cut(struct viw_qp *qp, const struct viw_tx_batch *b,
 			       qp->ibqp.qp_num);
 }
 
+/* The batch is in the socket: complete the @held messages it held. */
+static noinline void viw_tx_complete_held(struct viw_qp *qp, u32 held)
+{
+	u32 i;
+
+	/* with acknowledgements, they complete on the peer's */
+	if (READ_ONCE(qp->peer_ack))
+		return;
+	for (i = 0; i < held; i++)
+		viw_sq_complete(qp, qp->eng->tx_batch->held_index[i],
+				VIW_CQE_SUCCESS);
+}
+
 /*
  * Write the batch to the socket, whole; it is empty afterwards.  While
  * more of the message follows, or another WQE is posted already, the
@@ -637,7 +668,7 @@ static int viw_tx_write_batch(struct viw_qp *qp)
 {
 	struct viw_tx_batch *b = qp->eng->tx_batch;
 	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
-	u32 fpdus = b->fpdus, payload = b->payload;
+	u32 fpdus = b->fpdus, payload = b->payload, held = b->held;
 	int rv;
 
 	/* a guess: a wrong one costs only a push (viw_tx_push()) */
@@ -655,6 +686,9 @@ static int viw_tx_write_batch(struct viw_qp *qp)
 		return rv;
 	viw_count(qp->vdev, VIW_CNT_TX_FPDUS, fpdus);
 	viw_count(qp->vdev, VIW_CNT_TX_BYTES, payload);
+	/* After a failed write the QP fails, and the flush completes them. */
+	if (unlikely(held))
+		viw_tx_complete_held(qp, held);
 	return 0;
 }
 
@@ -996,6 +1030,8 @@ static bool viw_tx_start_wqe(struct viw_qp *qp)
 		ibdev_info_ratelimited(qp->ibqp.device,
 				       "QP %u: bad send WQE %u: status %u\n",
 				       qp->ibqp.qp_num, tx->index, status);
+		/* the messages before it go out, and complete, first */
+		viw_tx_flush(qp);
 		viw_tx_abort(qp);
 		viw_sq_complete(qp, tx->index, status);
 		viw_qp_fail(qp, NULL);
@@ -1276,6 +1312,45 @@ void viw_tx_last_ack(struct viw_qp *qp)
 	qp->tx_direct = false;
 }
 
+/*
+ * May the last FPDU of the message in tx wait in the batch for the next
+ * WQE's?  Inside a run, which writes the batch at its end, and while
+ * another WQE is posted.  Written one by one, small messages went each
+ * through the network stack, and the receiver's, as a packet of its own
+ * whenever TCP's window was open (a sub-MSS tail aside, TCP sends at once
+ * what it is given); batched, they share packets.  A WRITE with
+ * immediate sends its Immediate Data right after, which writes the batch.
+ */
+static bool viw_tx_may_hold(struct viw_qp *qp)
+{
+	return qp->eng->tx_may_cork &&
+	       qp->eng->tx.sqe.opcode != VIW_OP_WRITE_IMM &&
+	       qp->eng->tx_batch->held < VIW_TX_BATCH_HELD &&
+	       viw_sq_posted_hint(qp);
+}
+
+/*
+ * The message in tx is whole in the batch: the batch keeps its MRs, and
+ * completes it once it is written (viw_tx_write_batch()).
+ */
+static void viw_tx_hold_last(struct viw_qp *qp)
+{
+	struct viw_tx_batch *b = qp->eng->tx_batch;
+	struct viw_tx_wqe *tx = &qp->eng->tx;
+	int i;
+
+	for (i = 0; i < tx->nr_mr; i++) {
+		if (tx->mr[i]) {
+			b->mr[b->nr_mr++] = tx->mr[i];
+			tx->mr[i] = NULL;
+		}
+	}
+	tx->nr_mr = 0;
+	b->held_index[b->held++] = tx->index;
+	/* the message is whole: a write of the batch may push */
+	b->more = false;
+}
+
 /* Send the next FPDU of a SEND or WRITE; completes the WQE after its last. */
 static int viw_tx_data_fpdu(struct viw_qp *qp)
 {
@@ -1284,6 +1359,7 @@ static int viw_tx_data_fpdu(struct viw_qp *qp)
 	u32 paylen = min(tx->len - tx->sent, room);
 	struct viw_imm imm = { .data = viw_tx_imm_data(&tx->sqe), .send = true };
 	struct viw_ddp_hdr h;
+	bool hold;
 	int n, hlen, rv;
 
 	n = viw_tx_payload(qp, tx->sent, &paylen);
@@ -1295,16 +1371,25 @@ static int viw_tx_data_fpdu(struct viw_qp *qp)
 	hlen = viw_tx_encode_hdr(qp, &h, &imm);
 	if (hlen < 0)
 		return hlen;
+	hold = h.last && viw_tx_may_hold(qp);
 	if (h.last)
 		viw_tx_count_msgs(qp);
 	/* inline data is copied into tx_buf anew for each FPDU */
 	rv = viw_tx_fpdu(qp, hlen, n, paylen,
-			 !h.last && !(tx->sqe.flags & VIW_WQE_INLINE));
+			 (!h.last || hold) && !(tx->sqe.flags & VIW_WQE_INLINE));
 	if (rv)
 		return rv;
 	tx->sent += paylen;
 	if (!h.last)
 		return 0;
+	/* viw_tx_fpdu() writes at once what may not wait */
+	if (hold && qp->eng->tx_batch->fpdus) {
+		if (viw_tx_wqe_is_send(&tx->sqe))
+			qp->eng->tx_msn_send++;
+		viw_tx_hold_last(qp);
+		tx->active = false;
+		return 0;
+	}
 
 	if (tx->sqe.opcode == VIW_OP_WRITE_IMM) {
 		rv = viw_tx_write_imm(qp);
@@ -1583,8 +1668,13 @@ static int viw_tx_step(struct viw_qp *qp)
 	if (!viw_tx_wqe_ready(qp))
 		return 0;
 	/* After a failure, nothing more goes out: the QP goes to ERROR. */
-	if (viw_tx_wqe_is_local(&qp->eng->tx.sqe))
+	if (viw_tx_wqe_is_local(&qp->eng->tx.sqe)) {
+		/* every WQE before it on the wire (viw_tx_local_op()) */
+		rv = viw_tx_flush(qp);
+		if (rv)
+			return rv;
 		return viw_tx_local_op(qp) ? 1 : 0;
+	}
 	if (qp->eng->tx.sqe.opcode == VIW_OP_READ)
 		rv = viw_tx_read_req(qp);
 	else if (viw_op_is_atomic(qp->eng->tx.sqe.opcode))

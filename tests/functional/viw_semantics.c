@@ -72,6 +72,15 @@
  *                    that checks the order of the FPDUs (the initiator's
  *                    RTR first; nothing from the responder before it):
  *                    all 8 complete successfully.
+ *   bad-tail         the client posts, in one call, BT_GOOD small signaled
+ *                    WRITEs into the server's buffer, then a WRITE whose
+ *                    lkey names no MR, then BT_AFTER WRITEs more: the good
+ *                    ones complete with success, in order, the bad one
+ *                    LOC_PROT_ERR, the rest WR_FLUSH_ERR (the engine may
+ *                    hold small messages to write them together: a bad WQE
+ *                    behind them does not take them down).  The server,
+ *                    once DISCONNECTED, finds the good WRITEs' bytes in
+ *                    its buffer and none of the others'.
  *
  * "PASS name" / "FAIL name: detail" per check, "INFO" lines, and a final
  * "N passed, N failed"; exit 0 only if all passed.  Every wait has a
@@ -1399,12 +1408,107 @@ err_post:
 	vt_fail("post before connecting", "%s", strerror(errno));
 }
 
+/* bad-tail: WRITEs before the bad one, after it, and each one's length */
+#define BT_GOOD		8
+#define BT_AFTER	2
+#define BT_LEN		512
+#define BT_FILL(k)	(0x40 + (k))
+
+/* Has the server's buffer BT_FILL(k) at WRITE k's place, for k < BT_GOOD? */
+static void bad_tail_server_check(struct conn *c)
+{
+	int k;
+
+	for (k = 0; k < BT_GOOD + 1 + BT_AFTER; k++) {
+		const uint8_t *p = c->buf + k * BT_LEN;
+		uint8_t want = k < BT_GOOD ? BT_FILL(k) : 0x5a;
+		long at = first_not(p, BT_LEN, want);
+
+		if (at >= 0) {
+			vt_fail("bad-tail server buffer",
+				"WRITE %d's place: byte %ld is 0x%02x, not 0x%02x",
+				k, at, p[at], want);
+			return;
+		}
+	}
+	vt_pass("bad-tail server buffer: the WRITEs before the bad one landed, none after it");
+}
+
+/* bad-tail, client: what the completions must be, in posting order. */
+static void bad_tail_client_check(struct conn *c)
+{
+	struct ibv_wc wc[BT_GOOD + 1 + BT_AFTER];
+	int n = BT_GOOD + 1 + BT_AFTER, got, k;
+
+	got = vt_poll_cq_until(c->ep.cq, wc, n, vt_deadline_in(5000));
+	if (got != n) {
+		vt_fail("bad-tail completions", "%d of %d", got, n);
+		return;
+	}
+	for (k = 0; k < n; k++) {
+		enum ibv_wc_status want = k < BT_GOOD ? IBV_WC_SUCCESS :
+					  k == BT_GOOD ? IBV_WC_LOC_PROT_ERR :
+					  IBV_WC_WR_FLUSH_ERR;
+
+		if (wc[k].wr_id != (uint64_t)k || wc[k].status != want) {
+			vt_fail("bad-tail completions",
+				"completion %d: wr_id %llu %s, want %d %s", k,
+				(unsigned long long)wc[k].wr_id,
+				ibv_wc_status_str(wc[k].status), k,
+				ibv_wc_status_str(want));
+			return;
+		}
+	}
+	vt_pass("bad-tail completions: the WRITEs before a bad lkey succeed in order, it fails LOC_PROT_ERR, the rest are flushed");
+}
+
+/* A bad WQE behind small WRITEs posted in one call (see top). */
+static void sc_bad_tail(struct conn *c, bool server)
+{
+	struct ibv_send_wr wr[BT_GOOD + 1 + BT_AFTER], *bad;
+	struct ibv_sge sge[BT_GOOD + 1 + BT_AFTER];
+	int n = BT_GOOD + 1 + BT_AFTER, k;
+
+	if (server) {
+		if (!server_connect(c, 0, 0, 0))
+			return;
+		if (wait_disconnected(c, 10000, "server DISCONNECTED"))
+			bad_tail_server_check(c);
+		return;
+	}
+	if (!client_connect(c, 0, 0))
+		return;
+	memset(wr, 0, sizeof(wr));
+	for (k = 0; k < n; k++) {
+		memset(c->buf + k * BT_LEN, BT_FILL(k), BT_LEN);
+		sge[k] = (struct ibv_sge) {
+			.addr = (uintptr_t)c->buf + k * BT_LEN,
+			.length = BT_LEN,
+			.lkey = c->ep.mr->lkey ^ (k == BT_GOOD ? 0xff00 : 0),
+		};
+		wr[k].wr_id = k;
+		wr[k].sg_list = &sge[k];
+		wr[k].num_sge = 1;
+		wr[k].opcode = IBV_WR_RDMA_WRITE;
+		wr[k].send_flags = IBV_SEND_SIGNALED;
+		wr[k].wr.rdma.remote_addr = c->peer_addr + k * BT_LEN;
+		wr[k].wr.rdma.rkey = c->peer_rkey;
+		wr[k].next = k + 1 < n ? &wr[k + 1] : NULL;
+	}
+	if (ibv_post_send(c->ep.id->qp, wr, &bad)) {
+		vt_fail("bad-tail post", "%s", strerror(errno));
+		return;
+	}
+	bad_tail_client_check(c);
+	wait_disconnected(c, 10000, "client DISCONNECTED");
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 static const char *const scenarios[] = {
 	"flush", "flush-many", "disconnect", "both", "kill", "close-timer",
 	"destroy-closing", "accept-fail", "link-down", "ns-delete",
-	"error-disconnect", "reset", "early-post", "early-post-raw",
+	"error-disconnect", "reset", "early-post", "early-post-raw", "bad-tail",
 };
 
 static void usage(const char *prog)
@@ -1480,6 +1584,8 @@ int main(int argc, char **argv)
 		sc_early_post(&c, server, 8);
 	else if (!strcmp(sc, "early-post-raw"))
 		sc_early_post(&c, server, 0);
+	else if (!strcmp(sc, "bad-tail"))
+		sc_bad_tail(&c, server);
 	else {
 		usage(argv[0]);
 		return 2;
