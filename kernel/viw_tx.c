@@ -1382,15 +1382,8 @@ static int viw_tx_data_fpdu(struct viw_qp *qp)
 	tx->sent += paylen;
 	if (!h.last)
 		return 0;
-	/* viw_tx_fpdu() writes at once what may not wait */
-	if (hold && qp->eng->tx_batch->fpdus) {
-		if (viw_tx_wqe_is_send(&tx->sqe))
-			qp->eng->tx_msn_send++;
-		viw_tx_hold_last(qp);
-		tx->active = false;
-		return 0;
-	}
 
+	/* never held (viw_tx_may_hold()) */
 	if (tx->sqe.opcode == VIW_OP_WRITE_IMM) {
 		rv = viw_tx_write_imm(qp);
 		if (rv)
@@ -1398,8 +1391,13 @@ static int viw_tx_data_fpdu(struct viw_qp *qp)
 	}
 	if (viw_tx_wqe_is_send(&tx->sqe))
 		qp->eng->tx_msn_send++;
-	viw_tx_release_mrs(tx);
 	tx->active = false;
+	/* viw_tx_fpdu() writes at once what may not wait */
+	if (hold && qp->eng->tx_batch->fpdus) {
+		viw_tx_hold_last(qp);
+		return 0;
+	}
+	viw_tx_release_mrs(tx);
 	/* With acknowledgements, the WQE completes on the peer's. */
 	if (!READ_ONCE(qp->peer_ack))
 		viw_sq_complete(qp, tx->index, VIW_CQE_SUCCESS);
