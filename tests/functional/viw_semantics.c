@@ -81,6 +81,12 @@
  *                    behind them does not take them down).  The server,
  *                    once DISCONNECTED, finds the good WRITEs' bytes in
  *                    its buffer and none of the others'.
+ *   bad-inv-tail     as bad-tail, but the bad WQE is a Local Invalidate of
+ *                    an STag that names nothing: the good WRITEs complete
+ *                    with success, in order, the invalidation
+ *                    LOC_QP_OP_ERR, the rest WR_FLUSH_ERR (a local
+ *                    operation runs only once every WQE before it is on
+ *                    the wire, held ones too).
  *
  * "PASS name" / "FAIL name: detail" per check, "INFO" lines, and a final
  * "N passed, N failed"; exit 0 only if all passed.  Every wait has a
@@ -1435,7 +1441,7 @@ static void bad_tail_server_check(struct conn *c)
 }
 
 /* bad-tail, client: what the completions must be, in posting order. */
-static void bad_tail_client_check(struct conn *c)
+static void bad_tail_client_check(struct conn *c, enum ibv_wc_status bad)
 {
 	struct ibv_wc wc[BT_GOOD + 1 + BT_AFTER];
 	int n = BT_GOOD + 1 + BT_AFTER, got, k;
@@ -1447,7 +1453,7 @@ static void bad_tail_client_check(struct conn *c)
 	}
 	for (k = 0; k < n; k++) {
 		enum ibv_wc_status want = k < BT_GOOD ? IBV_WC_SUCCESS :
-					  k == BT_GOOD ? IBV_WC_LOC_PROT_ERR :
+					  k == BT_GOOD ? bad :
 					  IBV_WC_WR_FLUSH_ERR;
 
 		if (wc[k].wr_id != (uint64_t)k || wc[k].status != want) {
@@ -1459,11 +1465,27 @@ static void bad_tail_client_check(struct conn *c)
 			return;
 		}
 	}
-	vt_pass("bad-tail completions: the WRITEs before a bad lkey succeed in order, it fails LOC_PROT_ERR, the rest are flushed");
+	vt_pass("bad-tail completions: the WRITEs before the bad WQE succeed in order, it fails %s, the rest are flushed",
+		ibv_wc_status_str(bad));
 }
 
-/* A bad WQE behind small WRITEs posted in one call (see top). */
-static void sc_bad_tail(struct conn *c, bool server)
+/*
+ * bad-inv-tail's bad WQE: a Local Invalidate of an STag that names
+ * nothing (the server's rkey with another key: no window, no FR MR).
+ */
+static void bad_tail_make_inv(struct ibv_send_wr *wr, uint32_t peer_rkey)
+{
+	wr->opcode = IBV_WR_LOCAL_INV;
+	wr->sg_list = NULL;
+	wr->num_sge = 0;
+	wr->invalidate_rkey = peer_rkey ^ 0x5a;
+}
+
+/*
+ * A bad WQE behind small WRITEs posted in one call (see top): a WRITE
+ * with a bad lkey, or with @bad_inv a Local Invalidate that fails.
+ */
+static void sc_bad_tail(struct conn *c, bool server, bool bad_inv)
 {
 	struct ibv_send_wr wr[BT_GOOD + 1 + BT_AFTER], *bad;
 	struct ibv_sge sge[BT_GOOD + 1 + BT_AFTER];
@@ -1495,11 +1517,16 @@ static void sc_bad_tail(struct conn *c, bool server)
 		wr[k].wr.rdma.rkey = c->peer_rkey;
 		wr[k].next = k + 1 < n ? &wr[k + 1] : NULL;
 	}
+	if (bad_inv) {
+		sge[BT_GOOD].lkey = c->ep.mr->lkey;
+		bad_tail_make_inv(&wr[BT_GOOD], c->peer_rkey);
+	}
 	if (ibv_post_send(c->ep.id->qp, wr, &bad)) {
 		vt_fail("bad-tail post", "%s", strerror(errno));
 		return;
 	}
-	bad_tail_client_check(c);
+	bad_tail_client_check(c, bad_inv ? IBV_WC_LOC_QP_OP_ERR :
+					IBV_WC_LOC_PROT_ERR);
 	wait_disconnected(c, 10000, "client DISCONNECTED");
 }
 
@@ -1509,6 +1536,7 @@ static const char *const scenarios[] = {
 	"flush", "flush-many", "disconnect", "both", "kill", "close-timer",
 	"destroy-closing", "accept-fail", "link-down", "ns-delete",
 	"error-disconnect", "reset", "early-post", "early-post-raw", "bad-tail",
+	"bad-inv-tail",
 };
 
 static void usage(const char *prog)
@@ -1585,7 +1613,9 @@ int main(int argc, char **argv)
 	else if (!strcmp(sc, "early-post-raw"))
 		sc_early_post(&c, server, 0);
 	else if (!strcmp(sc, "bad-tail"))
-		sc_bad_tail(&c, server);
+		sc_bad_tail(&c, server, false);
+	else if (!strcmp(sc, "bad-inv-tail"))
+		sc_bad_tail(&c, server, true);
 	else {
 		usage(argv[0]);
 		return 2;

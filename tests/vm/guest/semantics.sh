@@ -189,6 +189,7 @@ sem reset
 expect_close "$DEV_A" -104 1
 expect_close "$DEV_B" -104 1
 sem bad-tail
+sem bad-inv-tail
 sem ns-delete act_ns_delete
 wait_for 15 ib_dev_gone "$DEV_A" || bad "ns-delete: $DEV_A still present"
 wait_for 15 ib_dev_gone "$DEV_B" || bad "ns-delete: $DEV_B still present"
