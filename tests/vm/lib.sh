@@ -78,6 +78,14 @@ die() {
 	exit 1
 }
 
+# skip MSG...: the test cannot run here (something it needs is missing):
+# tests/vm/run reports it as SKIP, never as PASS, and ctest as not run.
+# Only before the test did anything: a skip after a check is a failure.
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
 # bad MSG...: a check failed; report it and go on.  For scripts that run
 # many independent checks: checks_done then fails the test if any did.
 failures=0

@@ -20,12 +20,10 @@ suite=$VIW_BUILD/pyverbs/tests
 # included; issue 9 aims at 80; see docs/semantics.md §8 for why most of
 # the rest is skipped on any RC-only iWARP device).
 min_ok=${PYVERBS_MIN_OK:-82}
-if [ ! -f "$suite/run_tests.py" ]; then
-	echo "SKIP: rdma-core's tests/ not found in $suite (tests/vm/pyverbs-prepare)"
-	exit 0
-fi
+[ -f "$suite/run_tests.py" ] ||
+	skip "rdma-core's tests/ not found in $suite (tests/vm/pyverbs-prepare)"
 python3 -c 'import pyverbs' 2>/dev/null ||
-	{ echo "SKIP: python3-pyverbs is not installed (scripts/install-deps)"; exit 0; }
+	skip "python3-pyverbs is not installed (scripts/install-deps)"
 
 # A PCI NIC, so that the device has a parent and the suite finds its
 # netdev (and IP address) under /sys/class/infiniband/DEV/device/net/.

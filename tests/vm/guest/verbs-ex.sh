@@ -11,7 +11,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 python3 -c 'import pyverbs' 2>/dev/null ||
-	{ echo "SKIP: python3-pyverbs is not installed (scripts/install-deps)"; exit 0; }
+	skip "python3-pyverbs is not installed (scripts/install-deps)"
 
 make_two_hosts viw
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
