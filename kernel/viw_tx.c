@@ -828,17 +828,30 @@ int viw_tx_send_rtr(struct viw_qp *qp, u8 rtr)
 	return rv;
 }
 
-static void viw_tx_release_mrs(struct viw_tx_wqe *tx)
+/*
+ * Let go of the MRs of the WQE in tx: hand them to the batch @b, which
+ * holds them until it is written (viw_tx_hold_last()), or without @b
+ * release them.
+ */
+static void viw_tx_pass_mrs(struct viw_tx_wqe *tx, struct viw_tx_batch *b)
 {
 	int i;
 
 	for (i = 0; i < tx->nr_mr; i++) {
-		if (tx->mr[i]) {
+		if (!tx->mr[i])
+			continue;
+		if (b)
+			b->mr[b->nr_mr++] = tx->mr[i];
+		else
 			viw_mr_put(tx->mr[i]);
-			tx->mr[i] = NULL;
-		}
+		tx->mr[i] = NULL;
 	}
 	tx->nr_mr = 0;
+}
+
+static void viw_tx_release_mrs(struct viw_tx_wqe *tx)
+{
+	viw_tx_pass_mrs(tx, NULL);
 }
 
 /* Forget the WQE in progress (the QP left RTS; flush completes it). */
@@ -1337,15 +1350,8 @@ static void viw_tx_hold_last(struct viw_qp *qp)
 {
 	struct viw_tx_batch *b = qp->eng->tx_batch;
 	struct viw_tx_wqe *tx = &qp->eng->tx;
-	int i;
 
-	for (i = 0; i < tx->nr_mr; i++) {
-		if (tx->mr[i]) {
-			b->mr[b->nr_mr++] = tx->mr[i];
-			tx->mr[i] = NULL;
-		}
-	}
-	tx->nr_mr = 0;
+	viw_tx_pass_mrs(tx, b);
 	b->held_index[b->held++] = tx->index;
 	/* the message is whole: a write of the batch may push */
 	b->more = false;
@@ -1754,6 +1760,12 @@ static void viw_tx_terminate(struct viw_qp *qp)
  * followed by a doorbell.  Other stops (an error, a READ or fence to wait for, no
  * connection yet) leave it to the doorbells.  Returns 1 if the engine
  * must go on, else @rv.
+ *
+ * The look is made without sq.lock first: a slot at fetch that is not
+ * posted needs no more (viw_sq_posted_hint()), and so a lone post's run
+ * ends without taking the lock, whose release enables IRQs again.  Only
+ * a slot that looks posted is looked at again under the lock, room and
+ * all.
  */
 static int viw_tx_stop(struct viw_qp *qp, int rv)
 {
@@ -1762,7 +1774,7 @@ static int viw_tx_stop(struct viw_qp *qp, int rv)
 		return rv;
 	/* Pairs with the provider's barrier between publishing and reading. */
 	smp_mb();
-	if (!viw_sq_has_posted(qp))
+	if (!viw_sq_posted_hint(qp) || !viw_sq_has_posted(qp))
 		return 0;
 	viw_sq_set_busy(qp, true);
 	return 1;
