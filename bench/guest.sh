@@ -259,7 +259,8 @@ all_alive() {
 # SCALE_WINDOW seconds: what va sent in it is the aggregate bandwidth, and
 # the CPUs' busy time in it per GiB sent is the CPU cost.  Set-up and
 # tear-down stay outside.  The window counts only if CHECK ARG... (every
-# flow still runs) holds at its end.
+# flow still runs) holds at its end; else it returns 1, with nothing
+# recorded.
 scale_window() {
 	local type=$1 mode=$2 rep=$3 t0 t1 b0 b1
 	shift 3
@@ -267,10 +268,7 @@ scale_window() {
 	t0=$(cpu_ticks) b0=$(wire_bytes)
 	sleep "$SCALE_WINDOW"
 	t1=$(cpu_ticks) b1=$(wire_bytes)
-	if ! "$@"; then
-		failed "$type $mode scaling: a flow ended within the window (rep $rep)"
-		return 0
-	fi
+	"$@" || return 1
 	record scale "$type" "$mode" "$SCALE_SIZE" "$rep" "$(awk -v b=$((b1 - b0)) \
 		-v w="$SCALE_WINDOW" 'BEGIN { printf "%.1f\n", b / w / 2^20 }')" MiB/s
 	record scalecpu "$type" "$mode" "$SCALE_SIZE" "$rep" "$(awk -v t=$((t1 - t0)) \
@@ -283,8 +281,8 @@ scale_window() {
 # one perftest pair with -q; "procs" is as many pairs at once, each on its
 # own port.  perftest's own report is not used: under this load it often
 # cannot calibrate its clock, and the pairs' figures would not add up to
-# one window anyway.  Fails, with nothing recorded, if the flows did not
-# all start.
+# one window anyway.  Returns, with nothing recorded, 1 if the flows did
+# not all start, 2 if one ended within the window.
 scale_flows() {
 	local type=$1 mode=$2 rep=$3 i n=$SCALE_WAYS opts=() pids=() logs=() tag rc=0
 	[ "$mode" = qps ] && n=1 opts=(-q "$SCALE_WAYS")
@@ -297,10 +295,10 @@ scale_flows() {
 		pids+=($!)
 		logs+=("$VIW_OUT/ib_write_bw$tag-$SCALE_SIZE.client")
 	done
-	if wait_for 60 all_started "${logs[@]}"; then
-		scale_window "$type" "$mode" "$rep" all_running "${logs[@]}"
-	else
+	if ! wait_for 60 all_started "${logs[@]}"; then
 		rc=1
+	elif ! scale_window "$type" "$mode" "$rep" all_running "${logs[@]}"; then
+		rc=2
 	fi
 	for i in "${pids[@]}"; do wait "$i"; done
 	return "$rc"
@@ -317,25 +315,35 @@ not_started() {
 }
 
 # scale_point TYPE MODE REP: scale_flows, run a second time if the flows
-# did not all start.  A connection can fail before any data moves, and
-# the window then has nothing to measure: on siw, rdma_connect sometimes
-# fails with "Address already in use" (the port rdma_cm chose is still
-# held by a TCP socket; viw takes another, docs/semantics.md section 7a).
+# did not all start or one ended within the window.  A connection can fail
+# before any data moves, and the window then has nothing to measure: on
+# siw, rdma_connect sometimes fails with "Address already in use" (the
+# port rdma_cm chose is still held by a TCP socket; viw takes another,
+# docs/semantics.md section 7a).  And each pair's SCALE_SECS start when
+# it is set up: in one slow boot a viw pair's flow ended within the
+# window, seconds apart as the pairs start.
 # The first attempt's logs stay as LOG.client.1, and a NOTE says why it
 # was run again.
 scale_point() {
-	local type=$1 mode=$2 rep=$3 log logs try
+	local type=$1 mode=$2 rep=$3 log logs try why rc
 	for try in 1 2; do
 		scale_flows "$type" "$mode" "$rep" && return 0
+		rc=$?
 		logs=("$VIW_OUT/ib_write_bw-scale-$mode-$type-r$rep-"*"-$SCALE_SIZE.client")
-		echo "NOTE: $type $mode scaling (rep $rep, attempt $try): the flows did not all start;" \
-			"$(not_started "${logs[@]}" | tr '\n' ';')"
+		if [ "$rc" = 2 ]; then
+			why="a flow ended within the window"
+			echo "NOTE: $type $mode scaling (rep $rep, attempt $try): $why"
+		else
+			why="the flows did not all start"
+			echo "NOTE: $type $mode scaling (rep $rep, attempt $try): $why;" \
+				"$(not_started "${logs[@]}" | tr '\n' ';')"
+		fi
 		for log in "${logs[@]}"; do
 			mv "$log" "$log.$try"
 			mv "${log%.client}.server" "${log%.client}.server.$try" 2>/dev/null || true
 		done
 	done
-	failed "$type $mode scaling: the flows did not start (rep $rep, 2 attempts)"
+	failed "$type $mode scaling: $why (rep $rep, 2 attempts)"
 }
 
 # tcp_scale_point MODE REP: SCALE_WAYS TCP streams, measured as
@@ -351,7 +359,8 @@ tcp_scale_point() {
 		pids+=($!)
 	done
 	sleep 1
-	scale_window tcp "$mode" "$rep" all_alive "${pids[@]}"
+	scale_window tcp "$mode" "$rep" all_alive "${pids[@]}" ||
+		failed "tcp $mode scaling: a flow ended within the window (rep $rep)"
 	for i in "${pids[@]}"; do wait "$i"; done
 }
 
