@@ -80,7 +80,8 @@ die() {
 
 # skip MSG...: the test cannot run here (something it needs is missing):
 # tests/vm/run reports it as SKIP, never as PASS, and ctest as not run.
-# Only before the test did anything: a skip after a check is a failure.
+# Call it only before the test has checked anything: nothing stops a
+# later call from hiding a failed check behind SKIP.
 skip() {
 	echo "SKIP: $*"
 	exit 77
