@@ -44,9 +44,7 @@ if [ "$SHORT" = 1 ]; then
 	IPERF_SECS=2
 	BW_BYTES=$((8 << 20)) LAT_ITERS=300 PP_ITERS=2000
 	SYSCALL_ITERS="200 1000"
-	# As below: the four perftest pairs may start seconds apart (in CI
-	# the last siw and viw flows both ended inside the window at 10 s).
-	SCALE_WINDOW=1 SCALE_SECS=20
+	SCALE_WINDOW=1
 else
 	SWEEP_SIZES="64 256 1024 4096 16384 65536 262144 1048576"
 	TCP_SWEEP_SIZES=$SWEEP_SIZES TABLE_IN_SWEEP=0
@@ -54,12 +52,15 @@ else
 	IPERF_SECS=5
 	BW_BYTES=$((64 << 20)) LAT_ITERS=2000 PP_ITERS=10000
 	SYSCALL_ITERS="1000 5000"
-	# Four perftest pairs start one after another, each calibrating its
-	# clock while the others already spin: under receive steering the
-	# last header came 8 s after the first.  The flows must outlast that
-	# and the window.
-	SCALE_WINDOW=3 SCALE_SECS=20
+	SCALE_WINDOW=3
 fi
+# A scaling point's flows are stopped once its window has closed
+# (stop_flows), so SCALE_SECS only bounds them.  It must outlast the
+# start: four perftest pairs start one after another, each calibrating
+# its clock while the others already spin (under receive steering the
+# last header came 8 s after the first; in CI, flows of 10 s ended
+# inside the window), and a slow boot stretches that.
+SCALE_SECS=60
 SCALE_SIZE=65536
 SCALE_WAYS=4
 
@@ -276,6 +277,12 @@ scale_window() {
 		'BEGIN { printf "%.2f\n", b ? t / hz / (b / 2^30) : 0 }')" s/GiB
 }
 
+# stop_flows PROGRAM: end a scaling point's flows, all of them PROGRAM,
+# once its window has closed: what they would move after it measures
+# nothing.  Each side dies by SIGTERM, so its connections are torn down
+# as when a process is killed (vm.faults does the same under load).
+stop_flows() { pkill -x "$1" 2>/dev/null || true; }
+
 # scale_flows TYPE MODE REP: ib_write_bw at SCALE_SIZE over SCALE_WAYS
 # connections for SCALE_SECS, measured by scale_window.  MODE "qps" is
 # one perftest pair with -q; "procs" is as many pairs at once, each on its
@@ -300,6 +307,7 @@ scale_flows() {
 	elif ! scale_window "$type" "$mode" "$rep" all_running "${logs[@]}"; then
 		rc=2
 	fi
+	stop_flows ib_write_bw
 	for i in "${pids[@]}"; do wait "$i"; done
 	return "$rc"
 }
@@ -361,6 +369,7 @@ tcp_scale_point() {
 	sleep 1
 	scale_window tcp "$mode" "$rep" all_alive "${pids[@]}" ||
 		failed "tcp $mode scaling: a flow ended within the window (rep $rep)"
+	stop_flows iperf3
 	for i in "${pids[@]}"; do wait "$i"; done
 }
 
