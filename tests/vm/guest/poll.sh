@@ -75,9 +75,9 @@ echo 0 >"$shared_knob"
 # without the poller, rings; a ping-pong is never handed off (below).  A
 # window of 200 ms spans the gaps.
 echo 200000 >"$knob"
-PERF_TAG=-poll on=$(doorbells_per_wr ib_write_lat 1000)
+PERF_TAG=-poll on=$(doorbells_per_wr ib_write_lat 400)
 echo 0 >"$knob"
-PERF_TAG=-nopoll off=$(doorbells_per_wr ib_write_lat 1000)
+PERF_TAG=-nopoll off=$(doorbells_per_wr ib_write_lat 400)
 log "doorbell system calls per ping-pong iteration: polling $on, not polling $off"
 # Without polling every post rings: two an iteration.
 awk -v v="$off" 'BEGIN { exit !(v >= 1) }' || die "polling off, yet only $off doorbells per iteration"
