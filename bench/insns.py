@@ -2,21 +2,24 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 """bench/insns's report: guest instructions per iteration, by driver.
 
-usage: insns.py LOGDIR ITERS [--top N]
+usage: insns.py LOGDIR ITERS [--top N] [TEST:SIZE...]
 
-LOGDIR holds what bench/insns-guest.sh left: MODULE-TEST-N.tbs (blocks
-run: "vaddr insns count") for N = ITERS // 6 and ITERS, and
+LOGDIR holds what bench/insns-guest.sh left: MODULE-TEST-SIZE-N.tbs
+(blocks run: "vaddr insns count") for N = ITERS // 6 and ITERS, and
 MODULE.kallsyms.  Each block is charged to the kernel symbol it starts
 in, and the two runs' difference, divided by the difference in
-iterations, is a figure per iteration: one round trip, in which each
-side posts once and places the other's message once.
+iterations, is a figure per iteration.  A latency test's iteration is
+one round trip, in which each side posts once and places the other's
+message once; a bandwidth test's is one message, which the client posts
+and the server places.  TEST:SIZE are the tests the guest ran (default
+ib_write_lat:64 ib_send_lat:64).
 """
 import bisect
 import collections
 import os
 import sys
 
-TESTS = ("ib_write_lat", "ib_send_lat")
+TESTS = ("ib_write_lat:64", "ib_send_lat:64")
 MODULES = ("siw", "viw", "base")
 USER = "[user]"
 
@@ -59,11 +62,12 @@ def load(path, syms):
 
 
 def per_iteration(logdir, mod, test, iters):
-    """Instructions and blocks per iteration, by symbol."""
+    """Instructions and blocks per iteration of TEST:SIZE, by symbol."""
     syms = Symbols(os.path.join(logdir, mod + ".kallsyms"))
     small = iters // 6
-    big_i, big_b = load(os.path.join(logdir, "%s-%s-%d.tbs" % (mod, test, iters)), syms)
-    small_i, small_b = load(os.path.join(logdir, "%s-%s-%d.tbs" % (mod, test, small)), syms)
+    run = "%s-%s-%s" % (mod, test.replace(":", "-"), "%d.tbs")
+    big_i, big_b = load(os.path.join(logdir, run % iters), syms)
+    small_i, small_b = load(os.path.join(logdir, run % small), syms)
     span = iters - small
     names = set(big_i) | set(small_i)
     return ({n: (big_i[n] - small_i[n]) / span for n in names},
@@ -82,17 +86,23 @@ def total(counts, keep):
     return sum(v for k, v in counts.items() if keep(k))
 
 
-def report(logdir, iters, top):
+def iteration(test):
+    """What one iteration of TEST:SIZE is."""
+    if test.split(":")[0].endswith("_lat"):
+        return "one round trip: each side posts once and places the other's message once"
+    return "one message: the client posts it, the server places it"
+
+
+def report(logdir, iters, top, tests):
     mods = [m for m in MODULES
             if os.path.exists(os.path.join(logdir, m + ".kallsyms"))]
-    out = ["Per iteration of 64-B perftest -R (one round trip: each side posts "
-           "once and places the other's message once), the difference of "
-           "runs of %d and %d iterations. Instructions the guest ran, and "
-           "translation blocks entered, counted by QEMU (bench/tbcount.c)."
-           % (iters, iters // 6), ""]
-    for test in TESTS:
+    out = ["Per iteration of perftest -R, the difference of runs of %d and %d "
+           "iterations. Instructions the guest ran, and translation blocks "
+           "entered, counted by QEMU (bench/tbcount.c)." % (iters, iters // 6), ""]
+    for test in tests:
         got = {m: per_iteration(logdir, m, test, iters) for m in mods}
-        out += ["%s 64 B:" % test, "",
+        name, size = test.split(":")
+        out += ["%s %s B, per iteration (%s):" % (name, size, iteration(test)), "",
                 "| per iteration | " + " | ".join(mods) + " |",
                 "|---|" + "---|" * len(mods)]
         rows = (
@@ -124,9 +134,9 @@ def main():
         i = args.index("--top")
         top = int(args[i + 1])
         del args[i:i + 2]
-    if len(args) != 2:
+    if len(args) < 2:
         sys.exit(__doc__)
-    print(report(args[0], int(args[1]), top))
+    print(report(args[0], int(args[1]), top, args[2:] or TESTS))
 
 
 if __name__ == "__main__":
