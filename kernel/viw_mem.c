@@ -51,10 +51,16 @@ int viw_stag_alloc(struct viw_device *vdev, void *entry, u32 *index)
 	return rv < 0 ? rv : 0;
 }
 
+/* The entry of @stag's index (see viw_mem.h), under RCU. */
+void *viw_stag_entry(struct viw_device *vdev, u32 stag)
+{
+	return xa_load(&vdev->mr_xa, viw_stag_index(stag));
+}
+
 /* The MR of @stag's index, under RCU; NULL for a window or nothing. */
 static struct viw_mr *viw_mr_load(struct viw_device *vdev, u32 stag)
 {
-	void *entry = xa_load(&vdev->mr_xa, viw_stag_index(stag));
+	void *entry = viw_stag_entry(vdev, stag);
 
 	return xa_pointer_tag(entry) ? NULL : entry;
 }
@@ -653,6 +659,65 @@ static bool viw_dma_range_valid(u64 addr, u32 len)
 	       virt_addr_valid((void *)(unsigned long)last);
 }
 
+/*
+ * The MR that @entry (of @stag's index, loaded under the RCU read lock
+ * that the caller still holds) is, referenced, if @stag names it now and
+ * it may be used as asked; else NULL with @cause set.  Inlined into both
+ * lookups below: every placed segment and every sent WQE makes one.
+ */
+static __always_inline struct viw_mr *
+viw_mr_ref_entry(void *entry, struct ib_pd *pd, u32 stag, int access,
+		 u64 addr, u32 len, struct viw_term_cause *cause)
+{
+	/* A window's STag is no lkey, and serves viw_mr_get_remote() only. */
+	struct viw_mr *mr = xa_pointer_tag(entry) ? NULL : entry;
+
+	cause->layer = VIW_TERM_DDP;
+	cause->etype = VIW_DDP_ET_TAGGED;
+	if (!mr || viw_mr_cur_stag(mr) != stag ||
+	    !refcount_inc_not_zero(&mr->ref)) {
+		cause->ecode = VIW_DDP_EC_T_INVALID_STAG;
+		return NULL;
+	}
+
+	if (mr->ibmr.pd != pd || (!mr->pages && !mr->dma)) {
+		cause->ecode = VIW_DDP_EC_T_STAG_NOT_ASSOC;
+	} else if ((READ_ONCE(mr->access) & access) != access) {
+		cause->layer = VIW_TERM_RDMAP;
+		cause->etype = VIW_RDMAP_ET_REMOTE_PROT;
+		cause->ecode = VIW_RDMAP_EC_ACCESS;
+	} else if (!viw_mr_covers(mr, addr, len) ||
+		   (mr->dma && !viw_dma_range_valid(addr, len))) {
+		cause->ecode = VIW_DDP_EC_T_BASE_BOUNDS;
+	} else {
+		return mr;
+	}
+	viw_mr_put(mr);
+	return NULL;
+}
+
+/**
+ * viw_mr_get_entry - viw_mr_get() of an entry already looked up
+ * @entry: what viw_stag_entry() found for @stag, under the RCU read lock
+ *	   that the caller still holds
+ * @pd: the PD the STag must belong to
+ * @stag: the STag (lkey or rkey)
+ * @access: the IB_ACCESS_* rights needed
+ * @addr: first byte that will be accessed
+ * @len: number of bytes
+ * @cause: set to the TERMINATE cause on failure
+ *
+ * A peer's STag may name an MR or a window: its caller looks the index up
+ * once and tells the two apart (viw_mr_get_remote()).
+ * Return: the MR with a reference, or NULL.
+ */
+struct viw_mr *viw_mr_get_entry(void *entry, struct ib_pd *pd, u32 stag,
+				int access, u64 addr, u32 len,
+				struct viw_term_cause *cause)
+{
+	return viw_mr_ref_entry(entry, pd, stag, access, addr, len, cause);
+}
+
 /**
  * viw_mr_get - look up an STag for the data path
  * @vdev: the device
@@ -671,34 +736,11 @@ struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
 {
 	struct viw_mr *mr;
 
-	cause->layer = VIW_TERM_DDP;
-	cause->etype = VIW_DDP_ET_TAGGED;
 	rcu_read_lock();
-	/* A window's STag is no lkey, and serves viw_mr_get_remote() only. */
-	mr = viw_mr_load(vdev, stag);
-	if (!mr || viw_mr_cur_stag(mr) != stag ||
-	    !refcount_inc_not_zero(&mr->ref)) {
-		cause->ecode = VIW_DDP_EC_T_INVALID_STAG;
-		mr = NULL;
-	}
+	mr = viw_mr_ref_entry(xa_load(&vdev->mr_xa, viw_stag_index(stag)),
+			      pd, stag, access, addr, len, cause);
 	rcu_read_unlock();
-	if (!mr)
-		return NULL;
-
-	if (mr->ibmr.pd != pd || (!mr->pages && !mr->dma)) {
-		cause->ecode = VIW_DDP_EC_T_STAG_NOT_ASSOC;
-	} else if ((READ_ONCE(mr->access) & access) != access) {
-		cause->layer = VIW_TERM_RDMAP;
-		cause->etype = VIW_RDMAP_ET_REMOTE_PROT;
-		cause->ecode = VIW_RDMAP_EC_ACCESS;
-	} else if (!viw_mr_covers(mr, addr, len) ||
-		   (mr->dma && !viw_dma_range_valid(addr, len))) {
-		cause->ecode = VIW_DDP_EC_T_BASE_BOUNDS;
-	} else {
-		return mr;
-	}
-	viw_mr_put(mr);
-	return NULL;
+	return mr;
 }
 
 /*

@@ -92,6 +92,7 @@ static inline u32 viw_stag_index(u32 stag)
 }
 
 int viw_stag_alloc(struct viw_device *vdev, void *entry, u32 *index);
+void *viw_stag_entry(struct viw_device *vdev, u32 stag);
 bool viw_mr_covers(const struct viw_mr *mr, u64 addr, u64 len);
 bool viw_mr_hold_for_mw(struct viw_device *vdev, struct viw_mr *mr);
 u8 viw_mw_bind(struct viw_qp *qp, const struct viw_sqe *sqe);
@@ -107,6 +108,9 @@ struct ib_mr *viw_reg_pages_mr(struct ib_pd *pd, struct page **pages,
 struct viw_mr *viw_mr_get_remote(struct viw_qp *qp, u32 stag, int access,
 				 u64 addr, u32 len,
 				 struct viw_term_cause *cause);
+struct viw_mr *viw_mr_get_entry(void *entry, struct ib_pd *pd, u32 stag,
+				int access, u64 addr, u32 len,
+				struct viw_term_cause *cause);
 struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
 			  int access, u64 addr, u32 len,
 			  struct viw_term_cause *cause);

@@ -62,14 +62,18 @@ static int viw_mw_ib_access(u32 access)
 	return ib;
 }
 
-/* The window of @stag's index, under RCU; NULL if it names none. */
-static struct viw_window *viw_window_load(struct viw_device *vdev, u32 stag)
+/* The window that an STag's entry (viw_stag_entry()) is, or NULL. */
+static struct viw_window *viw_window_of(void *entry)
 {
-	void *entry = xa_load(&vdev->mr_xa, viw_stag_index(stag));
-
 	if (xa_pointer_tag(entry) != VIW_STAG_MW)
 		return NULL;
 	return xa_untag_pointer(entry);
+}
+
+/* The window of @stag's index, under RCU; NULL if it names none. */
+static struct viw_window *viw_window_load(struct viw_device *vdev, u32 stag)
+{
+	return viw_window_of(viw_stag_entry(vdev, stag));
 }
 
 int viw_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
@@ -383,22 +387,25 @@ struct viw_mr *viw_mr_get_remote(struct viw_qp *qp, u32 stag, int access,
 				 u64 addr, u32 len,
 				 struct viw_term_cause *cause)
 {
-	struct viw_mr *mr = NULL;
 	struct viw_window *win;
+	struct viw_mr *mr;
 	unsigned long flags;
+	void *entry;
 
+	/* One lookup of the index tells a window from an MR (viw_mem.h). */
 	rcu_read_lock();
-	win = viw_window_load(qp->vdev, stag);
+	entry = viw_stag_entry(qp->vdev, stag);
+	win = viw_window_of(entry);
 	if (win) {
 		cause->layer = VIW_TERM_DDP;
 		cause->etype = VIW_DDP_ET_TAGGED;
 		spin_lock_irqsave(&win->lock, flags);
 		mr = viw_window_access(win, qp, stag, access, addr, len, cause);
 		spin_unlock_irqrestore(&win->lock, flags);
+	} else {
+		mr = viw_mr_get_entry(entry, qp->ibqp.pd, stag, access, addr,
+				      len, cause);
 	}
 	rcu_read_unlock();
-	if (win)
-		return mr;
-	return viw_mr_get(qp->vdev, qp->ibqp.pd, stag, access, addr, len,
-			  cause);
+	return mr;
 }
