@@ -458,6 +458,12 @@ bench_hosts
 {
 	echo "kernel $(uname -r), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
 	echo "reps $REPS, sweep reps $SWEEP_REPS, short $SHORT"
+	# bench/run --no-erms: which string copies the kernel chose
+	if grep -qw erms /proc/cpuinfo; then
+		echo "guest CPU with ERMS: the kernel copies and clears in byte steps (rep movsb)"
+	else
+		echo "guest CPU without ERMS: the kernel copies and clears in 8-byte steps"
+	fi
 	if [ "$RPS" = 1 ]; then
 		echo "receive steered: $IF_A to CPU 0, $IF_B to CPU 1 (rps_cpus)"
 	else
