@@ -51,12 +51,6 @@ int viw_stag_alloc(struct viw_device *vdev, void *entry, u32 *index)
 	return rv < 0 ? rv : 0;
 }
 
-/* The entry of @stag's index (see viw_mem.h), under RCU. */
-void *viw_stag_entry(struct viw_device *vdev, u32 stag)
-{
-	return xa_load(&vdev->mr_xa, viw_stag_index(stag));
-}
-
 /* The MR of @stag's index, under RCU; NULL for a window or nothing. */
 static struct viw_mr *viw_mr_load(struct viw_device *vdev, u32 stag)
 {
@@ -737,8 +731,8 @@ struct viw_mr *viw_mr_get(struct viw_device *vdev, struct ib_pd *pd, u32 stag,
 	struct viw_mr *mr;
 
 	rcu_read_lock();
-	mr = viw_mr_ref_entry(xa_load(&vdev->mr_xa, viw_stag_index(stag)),
-			      pd, stag, access, addr, len, cause);
+	mr = viw_mr_ref_entry(viw_stag_entry(vdev, stag), pd, stag, access,
+			      addr, len, cause);
 	rcu_read_unlock();
 	return mr;
 }

@@ -91,8 +91,13 @@ static inline u32 viw_stag_index(u32 stag)
 	return stag >> VIW_STAG_KEY_BITS;
 }
 
+/* The entry of @stag's index, under RCU: an MR, a window, or NULL. */
+static inline void *viw_stag_entry(struct viw_device *vdev, u32 stag)
+{
+	return xa_load(&vdev->mr_xa, viw_stag_index(stag));
+}
+
 int viw_stag_alloc(struct viw_device *vdev, void *entry, u32 *index);
-void *viw_stag_entry(struct viw_device *vdev, u32 stag);
 bool viw_mr_covers(const struct viw_mr *mr, u64 addr, u64 len);
 bool viw_mr_hold_for_mw(struct viw_device *vdev, struct viw_mr *mr);
 u8 viw_mw_bind(struct viw_qp *qp, const struct viw_sqe *sqe);
